@@ -1,0 +1,220 @@
+//! Contexts: named call trees with a caller origin, for sync code (a thread-local scope) and async code
+//! (an explicit handle whose entries carry the context across `.await`).
+//!
+//! Every entry belongs to a context. Without one, it runs in the default context
+//! (`sentinel_default_context`). [`ContextBuilder::run`] enters a named context for the duration of a
+//! closure on this thread; as in Sentinel's `ContextUtil.enter`, entering while a context of the same engine
+//! is already active on the thread keeps the outer one. Entries started inside become children of the
+//! entry that is current on the thread, forming the call tree.
+//!
+//! For async code, [`ContextBuilder::entry`] starts entries in the context explicitly, and
+//! [`Entry::child`](crate::Entry::child) nests an entry under another one, wherever they run.
+
+use std::cell::{Cell, RefCell};
+
+use crate::engine::{Inner, Parent};
+use crate::entry::{EntryBuilder, Target};
+
+/// The entry that is current on this thread (copied, so the hot path touches no `RefCell`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct EntryFrame {
+    /// 0 for "no entry" (engine ids start at 1).
+    engine: u32,
+    id: u32,
+    context: u32,
+    /// `u32::MAX` for none.
+    node: u32,
+}
+
+impl EntryFrame {
+    pub(crate) const NONE: EntryFrame = EntryFrame {
+        engine: 0,
+        id: 0,
+        context: 0,
+        node: u32::MAX,
+    };
+}
+
+/// A context entered with [`ContextBuilder::run`].
+#[derive(Debug)]
+struct ContextFrame {
+    engine: u64,
+    context: u32,
+    origin: Option<u32>,
+}
+
+/// Per-thread state: the current entry, the next entry id, how many contexts are entered.
+#[derive(Debug)]
+struct ThreadState {
+    current: Cell<EntryFrame>,
+    next_id: Cell<u32>,
+    contexts: Cell<u32>,
+}
+
+thread_local! {
+    static STATE: ThreadState = const {
+        ThreadState { current: Cell::new(EntryFrame::NONE), next_id: Cell::new(1), contexts: Cell::new(0) }
+    };
+    static CONTEXTS: RefCell<Vec<ContextFrame>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Where an entry started on this thread belongs: context, inherited origin, parent.
+#[derive(Debug)]
+pub(crate) struct Placement {
+    pub(crate) context: u32,
+    /// An interned origin id.
+    pub(crate) origin: Option<u32>,
+    pub(crate) parent: Parent,
+}
+
+/// The innermost context entered with `run` for `engine` on this thread.
+fn context_frame(engine: u64) -> Option<(u32, Option<u32>)> {
+    CONTEXTS.with(|frames| {
+        frames
+            .borrow()
+            .iter()
+            .rev()
+            .find(|f| f.engine == engine)
+            .map(|f| (f.context, f.origin))
+    })
+}
+
+/// Where a new entry of `engine` on this thread belongs: under the current entry if it is the engine's,
+/// else at the entrance of the context entered with `run`, else in the default context.
+#[inline]
+pub(crate) fn current(engine: u64) -> Placement {
+    let (entry, contexts) = STATE.with(|s| (s.current.get(), s.contexts.get()));
+    let context = if contexts > 0 {
+        context_frame(engine)
+    } else {
+        None
+    };
+    match (entry, context) {
+        (e, context) if e.engine == engine as u32 => Placement {
+            context: e.context,
+            origin: context.and_then(|(c, origin)| (c == e.context).then_some(origin).flatten()),
+            parent: if e.node == u32::MAX {
+                Parent::Entrance
+            } else {
+                Parent::Node(e.node)
+            },
+        },
+        (_, Some((context, origin))) => Placement {
+            context,
+            origin,
+            parent: Parent::Entrance,
+        },
+        _ => Placement {
+            context: 0,
+            origin: None,
+            parent: Parent::Entrance,
+        },
+    }
+}
+
+/// Makes an entry current on this thread; returns its id and the entry it replaced.
+#[inline]
+pub(crate) fn push(engine: u64, context: u32, node: Option<u32>) -> (u32, EntryFrame) {
+    STATE.with(|s| {
+        let id = s.next_id.get();
+        s.next_id.set(id.checked_add(1).unwrap_or(1));
+        let previous = s.current.replace(EntryFrame {
+            engine: engine as u32,
+            id,
+            context,
+            node: node.unwrap_or(u32::MAX),
+        });
+        (id, previous)
+    })
+}
+
+/// Restores `previous` if the entry `id` is still current on this thread. An entry that exits out of
+/// order (or on another thread) leaves the current entry alone.
+#[inline]
+pub(crate) fn pop(id: u32, previous: EntryFrame) {
+    STATE.with(|s| {
+        if s.current.get().id == id {
+            s.current.set(previous);
+        }
+    });
+}
+
+fn push_context(engine: u64, context: u32, origin: Option<u32>) {
+    CONTEXTS.with(|frames| {
+        frames.borrow_mut().push(ContextFrame {
+            engine,
+            context,
+            origin,
+        });
+    });
+    STATE.with(|s| s.contexts.set(s.contexts.get() + 1));
+}
+
+fn pop_context() {
+    CONTEXTS.with(|frames| frames.borrow_mut().pop());
+    STATE.with(|s| s.contexts.set(s.contexts.get().saturating_sub(1)));
+}
+
+fn has_frame(engine: u64) -> bool {
+    STATE.with(|s| s.contexts.get()) > 0 && context_frame(engine).is_some()
+}
+
+/// A named context with an origin (see the [module docs](self)).
+#[derive(Debug, Clone)]
+pub struct ContextBuilder<'a> {
+    engine: &'a Inner,
+    name: &'a str,
+    origin: Option<&'a str>,
+}
+
+impl<'a> ContextBuilder<'a> {
+    pub(crate) fn new(engine: &'a Inner, name: &'a str) -> Self {
+        ContextBuilder {
+            engine,
+            name,
+            origin: None,
+        }
+    }
+
+    /// The caller (Sentinel's origin) that entries in this context come from.
+    pub fn origin(mut self, origin: &'a str) -> Self {
+        self.origin = Some(origin);
+        self
+    }
+
+    /// Runs `f` with this context entered on the current thread.
+    pub fn run<R>(self, f: impl FnOnce() -> R) -> R {
+        if has_frame(self.engine.id) {
+            return f();
+        }
+        let context = self.engine.context_id(self.name);
+        let origin = self
+            .origin
+            .filter(|o| !o.is_empty())
+            .map(|o| self.engine.intern_origin(o));
+        struct Exit;
+        impl Drop for Exit {
+            fn drop(&mut self) {
+                pop_context();
+            }
+        }
+        push_context(self.engine.id, context, origin);
+        let _exit = Exit;
+        f()
+    }
+
+    /// Starts an entry in this context, independent of the thread (for async code).
+    pub fn entry(&self, resource: &'a str) -> EntryBuilder<'a> {
+        let context = self.engine.context_id(self.name);
+        let mut builder = EntryBuilder::new(self.engine, Target::Name(resource));
+        builder.placement = Some(Placement {
+            context,
+            origin: None,
+            parent: Parent::Entrance,
+        });
+        if let Some(origin) = self.origin {
+            builder = builder.origin(origin);
+        }
+        builder
+    }
+}

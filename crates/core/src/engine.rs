@@ -1,0 +1,831 @@
+//! The engine: an owned `Floodgate` holding its clock, slot chain, nodes and registries.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use arc_swap::ArcSwapOption;
+use rustc_hash::FxHashMap;
+
+use crate::arena::Arena;
+use crate::clock::{CachedClock, Clock};
+use crate::context::ContextBuilder;
+use crate::entry::EntryBuilder;
+use crate::entry_type::ResourceType;
+use crate::error_filter::ErrorFilter;
+use crate::name_index::NameIndex;
+use crate::node::{
+    CallTree, ClusterNode, DefaultNode, EntranceNode, MetricLine, NodeSnapshot, NodeView,
+    StatisticNode, TreeNodeKind, WindowGeometry,
+};
+use crate::slot::{BlockLog, ChainEdit, Slot, SlotChain};
+use crate::stat::WindowError;
+
+/// Sentinel's name of the context entries run in when none was entered.
+pub const DEFAULT_CONTEXT_NAME: &str = "sentinel_default_context";
+/// Sentinel's name of the node that counts all inbound traffic.
+pub const TOTAL_INBOUND_TRAFFIC: &str = "__total_inbound_traffic__";
+/// Sentinel's name of the call tree's root.
+pub const MACHINE_ROOT: &str = "machine-root";
+/// Sentinel's default cap on resources (`MAX_SLOT_CHAIN_SIZE`).
+pub const DEFAULT_MAX_RESOURCES: usize = 6000;
+/// Sentinel's default cap on context names (`MAX_CONTEXT_NAME_SIZE`).
+pub const DEFAULT_MAX_CONTEXTS: usize = 2000;
+/// Sentinel's default occupy timeout for prioritized entries.
+pub const DEFAULT_OCCUPY_TIMEOUT: Duration = Duration::from_millis(500);
+
+static NEXT_ENGINE_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A guarded resource: its cluster node and its node in the default context.
+#[derive(Debug)]
+pub(crate) struct Resource {
+    pub(crate) id: u32,
+    pub(crate) name: Arc<str>,
+    pub(crate) cluster: ClusterNode,
+    pub(crate) default_node: u32,
+    context_nodes: ArcSwapOption<FxHashMap<u32, u32>>,
+    resource_type: AtomicU8,
+}
+
+impl Resource {
+    pub(crate) fn resource_type(&self) -> u8 {
+        self.resource_type.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_resource_type(&self, t: ResourceType) {
+        if self.resource_type.load(Ordering::Relaxed) != t as u8 {
+            self.resource_type.store(t as u8, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A named context and its entrance node.
+#[derive(Debug)]
+pub(crate) struct ContextData {
+    pub(crate) id: u32,
+    pub(crate) entrance: EntranceNode,
+}
+
+impl ContextData {
+    pub(crate) fn name(&self) -> &Arc<str> {
+        &self.entrance.name
+    }
+}
+
+/// Where a new entry hangs in the call tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Parent {
+    /// Directly under its context's entrance node.
+    Entrance,
+    /// Under another entry's node.
+    Node(u32),
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Config {
+    pub(crate) geometry: WindowGeometry,
+    pub(crate) max_resources: usize,
+    pub(crate) max_contexts: usize,
+    pub(crate) occupy_timeout_ms: u64,
+    pub(crate) eager_context_stats: bool,
+}
+
+/// Counters about the engine itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineStats {
+    /// Resources with statistics.
+    pub resources: usize,
+    /// Named contexts (the default one included).
+    pub contexts: usize,
+    /// Entries on a new resource past the resource cap that had no rules (passed without statistics).
+    pub resource_cap_hits: u64,
+    /// Entries in a new context past the context cap (run in the default context instead).
+    pub context_cap_hits: u64,
+}
+
+pub(crate) struct Inner {
+    pub(crate) id: u64,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) chain: SlotChain,
+    pub(crate) config: Config,
+    pub(crate) errors: ErrorFilter,
+    pub(crate) block_log: BlockLog,
+    pub(crate) inbound: ClusterNode,
+    inbound_name: Arc<str>,
+    resources: Arena<Resource>,
+    resource_index: NameIndex,
+    contexts: Arena<ContextData>,
+    context_index: NameIndex,
+    default_nodes: Arena<DefaultNode>,
+    origin_nodes: Arena<StatisticNode>,
+    origins: Arena<Box<str>>,
+    origin_index: NameIndex,
+    create_lock: Mutex<()>,
+    enabled: AtomicBool,
+    resource_cap_hits: AtomicU64,
+    context_cap_hits: AtomicU64,
+}
+
+impl fmt::Debug for Inner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Floodgate")
+            .field("clock", &self.clock)
+            .field("chain", &self.chain)
+            .field("resources", &self.resources.iter().count())
+            .field("enabled", &self.enabled.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, ()> {
+        self.create_lock.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn is_enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+    }
+
+    /// The resource named `name`, created on first sight. `None` past the resource cap when no slot has a
+    /// rule for it: the entry then passes without statistics (a resource with rules is always created, so
+    /// the cap never turns into fail-open).
+    #[inline]
+    pub(crate) fn resource(&self, name: &str) -> Option<&Resource> {
+        match self.resource_index.get(name) {
+            Some(id) => self.resources.get(id),
+            None => self.create_resource(name),
+        }
+    }
+
+    #[cold]
+    fn create_resource(&self, name: &str) -> Option<&Resource> {
+        let _guard = self.lock();
+        if let Some(id) = self.resource_index.get(name) {
+            return self.resources.get(id);
+        }
+        let count = self.resources.iter().count();
+        if count >= self.config.max_resources && !self.chain.has_rules(name) {
+            self.resource_cap_hits.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        let name: Arc<str> = Arc::from(name);
+        let id = u32::try_from(count).ok()?;
+        let default_node = self
+            .default_nodes
+            .push(DefaultNode::new(
+                id,
+                self.config.geometry,
+                self.config.eager_context_stats,
+            ))
+            .ok()?;
+        let resource = Resource {
+            id,
+            name: name.clone(),
+            cluster: ClusterNode::new(self.config.geometry),
+            default_node,
+            context_nodes: ArcSwapOption::empty(),
+            resource_type: AtomicU8::new(ResourceType::Common as u8),
+        };
+        let id = self.resources.push(resource).ok()?;
+        self.resource_index.insert_locked(name, id);
+        self.resources.get(id)
+    }
+
+    pub(crate) fn context(&self, id: u32) -> Option<&ContextData> {
+        self.contexts.get(id)
+    }
+
+    /// The context named `name`, created on first sight; the default context past the context cap.
+    pub(crate) fn context_id(&self, name: &str) -> u32 {
+        if name == DEFAULT_CONTEXT_NAME {
+            return 0;
+        }
+        if let Some(id) = self.context_index.get(name) {
+            return id;
+        }
+        let _guard = self.lock();
+        if let Some(id) = self.context_index.get(name) {
+            return id;
+        }
+        let count = self.contexts.iter().count();
+        if count >= self.config.max_contexts {
+            self.context_cap_hits.fetch_add(1, Ordering::Relaxed);
+            return 0;
+        }
+        self.create_context_locked(name).unwrap_or(0)
+    }
+
+    fn create_context_locked(&self, name: &str) -> Option<u32> {
+        let name: Arc<str> = Arc::from(name);
+        let id = u32::try_from(self.contexts.iter().count()).ok()?;
+        let id = self
+            .contexts
+            .push(ContextData {
+                id,
+                entrance: EntranceNode::new(name.clone()),
+            })
+            .ok()?;
+        self.context_index.insert_locked(name, id);
+        Some(id)
+    }
+
+    pub(crate) fn default_node(&self, id: u32) -> Option<&DefaultNode> {
+        self.default_nodes.get(id)
+    }
+
+    /// The node of `resource` in context `context`, created on first sight.
+    #[inline]
+    pub(crate) fn node_in_context(&self, resource: &Resource, context: u32) -> Option<u32> {
+        if context == 0 {
+            return Some(resource.default_node);
+        }
+        if let Some(id) = resource
+            .context_nodes
+            .load()
+            .as_ref()
+            .and_then(|m| m.get(&context).copied())
+        {
+            return Some(id);
+        }
+        let _guard = self.lock();
+        let current = resource.context_nodes.load_full();
+        if let Some(id) = current.as_ref().and_then(|m| m.get(&context).copied()) {
+            return Some(id);
+        }
+        let id = self
+            .default_nodes
+            .push(DefaultNode::new(
+                resource.id,
+                self.config.geometry,
+                self.config.eager_context_stats,
+            ))
+            .ok()?;
+        let mut next = current.map_or_else(FxHashMap::default, |m| (*m).clone());
+        next.insert(context, id);
+        resource.context_nodes.store(Some(Arc::new(next)));
+        Some(id)
+    }
+
+    /// Makes `node` a child of `parent` in `context` (once).
+    #[inline]
+    pub(crate) fn attach(
+        &self,
+        context: &ContextData,
+        parent: Parent,
+        node_id: u32,
+        node: &DefaultNode,
+    ) {
+        match parent {
+            Parent::Entrance => {
+                if !node.is_attached_to_entrance() {
+                    let _guard = self.lock();
+                    context.entrance.children.add_locked(node_id);
+                    node.attached_to_entrance.store(true, Ordering::Relaxed);
+                }
+            }
+            Parent::Node(p) => {
+                if p == node_id {
+                    return;
+                }
+                if let Some(parent) = self.default_nodes.get(p) {
+                    if !parent.children.contains(node_id) {
+                        let _guard = self.lock();
+                        parent.children.add_locked(node_id);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The origin node id of `origin` on `resource`, created on first sight; `None` for no origin.
+    #[inline]
+    pub(crate) fn origin_node_id(&self, resource: &Resource, origin: &str) -> Option<u32> {
+        if origin.is_empty() {
+            return None;
+        }
+        if let Some(id) = resource.cluster.origin(origin) {
+            return Some(id);
+        }
+        let _guard = self.lock();
+        if let Some(id) = resource.cluster.origin(origin) {
+            return Some(id);
+        }
+        let id = self
+            .origin_nodes
+            .push(StatisticNode::new(self.config.geometry))
+            .ok()?;
+        resource.cluster.add_origin_locked(Arc::from(origin), id);
+        Some(id)
+    }
+
+    /// `origin` interned: an id whose string lives as long as the engine (contexts carry the id, entries
+    /// borrow the string, nothing is reference-counted per entry).
+    pub(crate) fn intern_origin(&self, origin: &str) -> u32 {
+        if let Some(id) = self.origin_index.get(origin) {
+            return id;
+        }
+        let _guard = self.lock();
+        if let Some(id) = self.origin_index.get(origin) {
+            return id;
+        }
+        match self.origins.push(Box::from(origin)) {
+            Ok(id) => {
+                self.origin_index.insert_locked(Arc::from(origin), id);
+                id
+            }
+            Err(_) => u32::MAX,
+        }
+    }
+
+    /// The interned origin `id` (empty if unknown).
+    #[inline]
+    pub(crate) fn origin_str(&self, id: u32) -> &str {
+        self.origins.get(id).map_or("", |s| s)
+    }
+
+    #[inline]
+    pub(crate) fn origin_node(&self, id: u32) -> Option<&StatisticNode> {
+        self.origin_nodes.get(id)
+    }
+
+    fn view<'a>(&'a self, node: &'a StatisticNode) -> NodeView<'a> {
+        NodeView {
+            node,
+            clock: &*self.clock,
+        }
+    }
+}
+
+/// The guard engine. Cheap to clone (one `Arc`); clones share everything.
+///
+/// ```
+/// use floodgate_core::{Floodgate, ManualClock};
+///
+/// let clock = ManualClock::new(1_700_000_000_000);
+/// let fg = Floodgate::builder().clock(clock.clone()).build();
+/// {
+///     let _entry = fg.entry("GET:/orders").enter().expect("no rule blocks");
+/// } // dropping the entry records completion
+/// let node = fg.cluster_node("GET:/orders").unwrap();
+/// assert_eq!(node.pass_qps(), 1.0);
+/// assert_eq!(node.success_qps(), 1.0);
+/// ```
+#[derive(Clone)]
+pub struct Floodgate {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Floodgate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.inner.fmt(f)
+    }
+}
+
+impl Default for Floodgate {
+    fn default() -> Self {
+        Floodgate::builder().build()
+    }
+}
+
+impl Floodgate {
+    /// A builder with Sentinel's defaults.
+    pub fn builder() -> FloodgateBuilder {
+        FloodgateBuilder::default()
+    }
+
+    /// Starts an entry on `resource`.
+    #[inline]
+    pub fn entry<'a>(&'a self, resource: &'a str) -> EntryBuilder<'a> {
+        EntryBuilder::new(&self.inner, crate::entry::Target::Name(resource))
+    }
+
+    /// Resolves `resource` once, for callers that enter it often (skips the name lookup per entry).
+    /// `None` past the resource cap when no rule names it.
+    pub fn resource<'a>(&'a self, resource: &str) -> Option<ResourceHandle<'a>> {
+        self.inner
+            .resource(resource)
+            .map(|resource| ResourceHandle {
+                engine: &self.inner,
+                resource,
+            })
+    }
+
+    /// A named context (Sentinel's `ContextUtil.enter`): run code in it, or start entries in it explicitly.
+    pub fn context<'a>(&'a self, name: &'a str) -> ContextBuilder<'a> {
+        ContextBuilder::new(&self.inner, name)
+    }
+
+    /// The engine's clock.
+    pub fn clock(&self) -> &dyn Clock {
+        &*self.inner.clock
+    }
+
+    /// Turns all checking and counting on or off (Sentinel's global switch). Off, every entry passes.
+    pub fn set_enabled(&self, enabled: bool) {
+        self.inner.enabled.store(enabled, Ordering::SeqCst);
+    }
+
+    /// Whether the engine checks entries.
+    pub fn is_enabled(&self) -> bool {
+        self.inner.is_enabled()
+    }
+
+    /// The statistics of `resource` across all contexts.
+    pub fn cluster_node(&self, resource: &str) -> Option<NodeView<'_>> {
+        let id = self.inner.resource_index.get(resource)?;
+        let resource = self.inner.resources.get(id)?;
+        Some(self.inner.view(&resource.cluster.stats))
+    }
+
+    /// The statistics of calls to `resource` from `origin`.
+    pub fn origin_node(&self, resource: &str, origin: &str) -> Option<NodeView<'_>> {
+        let id = self.inner.resource_index.get(resource)?;
+        let resource = self.inner.resources.get(id)?;
+        let origin = self
+            .inner
+            .origin_nodes
+            .get(resource.cluster.origin(origin)?)?;
+        Some(self.inner.view(origin))
+    }
+
+    /// The per-origin statistics of `resource`.
+    pub fn origin_nodes(&self, resource: &str) -> Vec<NodeSnapshot> {
+        let now = self.inner.clock.now_ms();
+        let Some(resource) = self
+            .inner
+            .resource_index
+            .get(resource)
+            .and_then(|id| self.inner.resources.get(id))
+        else {
+            return Vec::new();
+        };
+        resource
+            .cluster
+            .origins()
+            .into_iter()
+            .filter_map(|(origin, id)| {
+                let node = self.inner.origin_nodes.get(id)?;
+                Some(NodeSnapshot::read(origin, node, now))
+            })
+            .collect()
+    }
+
+    /// The statistics of `resource` within the context `context` (starts that node's counting if it
+    /// was not counting yet: see [`FloodgateBuilder::count_context_nodes`]).
+    pub fn context_node(&self, resource: &str, context: &str) -> Option<NodeView<'_>> {
+        let resource = self
+            .inner
+            .resources
+            .get(self.inner.resource_index.get(resource)?)?;
+        let context = if context == DEFAULT_CONTEXT_NAME {
+            0
+        } else {
+            self.inner.context_index.get(context)?
+        };
+        let id = if context == 0 {
+            resource.default_node
+        } else {
+            *resource.context_nodes.load().as_ref()?.get(&context)?
+        };
+        Some(self.inner.view(self.inner.default_nodes.get(id)?.stats()))
+    }
+
+    /// All inbound traffic (`__total_inbound_traffic__`), what system rules look at.
+    pub fn inbound_node(&self) -> NodeView<'_> {
+        self.inner.view(&self.inner.inbound.stats)
+    }
+
+    /// A snapshot of every resource's cluster node, in creation order.
+    pub fn cluster_nodes(&self) -> Vec<NodeSnapshot> {
+        let now = self.inner.clock.now_ms();
+        self.inner
+            .resources
+            .iter()
+            .map(|r| NodeSnapshot::read(r.name.clone(), &r.cluster.stats, now))
+            .collect()
+    }
+
+    /// The names of every resource with statistics.
+    pub fn resource_names(&self) -> Vec<Arc<str>> {
+        self.inner
+            .resources
+            .iter()
+            .map(|r| r.name.clone())
+            .collect()
+    }
+
+    /// The call tree: `machine-root`, one entrance per context, resources nested as they were called.
+    /// Reading it starts the counting of context nodes that were not counting yet.
+    pub fn call_tree(&self) -> CallTree {
+        let now = self.inner.clock.now_ms();
+        let entrances: Vec<CallTree> = self
+            .inner
+            .contexts
+            .iter()
+            .map(|context| {
+                let children: Vec<CallTree> = context
+                    .entrance
+                    .children
+                    .to_vec()
+                    .into_iter()
+                    .filter_map(|id| self.subtree(id, now, 0))
+                    .collect();
+                let parts: Vec<NodeSnapshot> = children.iter().map(|c| c.stats.clone()).collect();
+                CallTree {
+                    kind: TreeNodeKind::Entrance,
+                    stats: NodeSnapshot::sum(context.name().clone(), &parts),
+                    children,
+                }
+            })
+            .collect();
+        let parts: Vec<NodeSnapshot> = entrances.iter().map(|c| c.stats.clone()).collect();
+        CallTree {
+            kind: TreeNodeKind::Root,
+            stats: NodeSnapshot::sum(Arc::from(MACHINE_ROOT), &parts),
+            children: entrances,
+        }
+    }
+
+    fn subtree(&self, id: u32, now: u64, depth: usize) -> Option<CallTree> {
+        let node = self.inner.default_nodes.get(id)?;
+        let resource = self.inner.resources.get(node.resource)?;
+        let children = if depth < 64 {
+            node.children
+                .to_vec()
+                .into_iter()
+                .filter_map(|c| self.subtree(c, now, depth + 1))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Some(CallTree {
+            kind: TreeNodeKind::Resource,
+            stats: NodeSnapshot::read(resource.name.clone(), node.stats(), now),
+            children,
+        })
+    }
+
+    /// Every resource's figures for each finished second in `[start_ms, end_ms]` (at most the last 60
+    /// seconds), the inbound node included, non-empty seconds only, ordered by time then resource.
+    pub fn metrics(&self, start_ms: u64, end_ms: u64) -> Vec<MetricLine> {
+        let now = self.inner.clock.now_ms();
+        let current = now / 1000;
+        let Some(last) = (end_ms / 1000)
+            .min(current)
+            .checked_sub(u64::from(end_ms / 1000 >= current))
+        else {
+            return Vec::new();
+        };
+        let first = start_ms.div_ceil(1000);
+        if first > last {
+            return Vec::new();
+        }
+        let mut lines = Vec::new();
+        let inbound = std::iter::once((
+            &self.inner.inbound_name,
+            &self.inner.inbound.stats,
+            ResourceType::Common as u8,
+        ));
+        let resources = self
+            .inner
+            .resources
+            .iter()
+            .map(|r| (&r.name, &r.cluster.stats, r.resource_type()));
+        for (name, node, classification) in resources.chain(inbound) {
+            for record in node.seconds(now, first, last) {
+                if record.is_empty() {
+                    continue;
+                }
+                lines.push(MetricLine {
+                    timestamp: record.second * 1000,
+                    resource: name.clone(),
+                    pass_qps: record.pass,
+                    block_qps: record.block,
+                    success_qps: record.success,
+                    exception_qps: record.exception,
+                    rt: record.rt.checked_div(record.success).unwrap_or(0),
+                    occupied_pass_qps: record.occupied_pass,
+                    concurrency: node.cur_thread_num(),
+                    classification,
+                });
+            }
+        }
+        lines.sort_by_key(|l| l.timestamp);
+        lines
+    }
+
+    /// Counters about the engine: resources, contexts, and how often the caps were hit.
+    pub fn stats(&self) -> EngineStats {
+        EngineStats {
+            resources: self.inner.resources.iter().count(),
+            contexts: self.inner.contexts.iter().count(),
+            resource_cap_hits: self.inner.resource_cap_hits.load(Ordering::Relaxed),
+            context_cap_hits: self.inner.context_cap_hits.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The block log lines of finished seconds still held in memory (the last 1000), oldest first.
+    pub fn block_log(&self) -> Vec<String> {
+        self.inner.block_log.lines(self.inner.clock.now_ms())
+    }
+
+    /// The slots of this engine's chain, as `(name, order)`, in the order they run.
+    pub fn slots(&self) -> Vec<(&'static str, i32)> {
+        self.inner.chain.describe()
+    }
+}
+
+/// A resource resolved once (see [`Floodgate::resource`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ResourceHandle<'a> {
+    engine: &'a Inner,
+    resource: &'a Resource,
+}
+
+impl<'a> ResourceHandle<'a> {
+    /// Starts an entry on this resource.
+    #[inline]
+    pub fn entry(&self) -> EntryBuilder<'a> {
+        EntryBuilder::new(self.engine, crate::entry::Target::Resolved(self.resource))
+    }
+
+    /// The resource's name.
+    pub fn name(&self) -> &str {
+        &self.resource.name
+    }
+
+    /// The resource's statistics.
+    pub fn cluster_node(&self) -> NodeView<'a> {
+        self.engine.view(&self.resource.cluster.stats)
+    }
+}
+
+/// Configures a [`Floodgate`].
+pub struct FloodgateBuilder {
+    clock: Option<Arc<dyn Clock>>,
+    config: Config,
+    edits: Vec<ChainEdit>,
+    errors: ErrorFilter,
+    block_log_file: Option<std::path::PathBuf>,
+}
+
+impl fmt::Debug for FloodgateBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FloodgateBuilder")
+            .field("clock", &self.clock)
+            .field("edits", &self.edits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for FloodgateBuilder {
+    fn default() -> Self {
+        FloodgateBuilder {
+            clock: None,
+            config: Config {
+                geometry: WindowGeometry::DEFAULT,
+                max_resources: DEFAULT_MAX_RESOURCES,
+                max_contexts: DEFAULT_MAX_CONTEXTS,
+                occupy_timeout_ms: DEFAULT_OCCUPY_TIMEOUT.as_millis() as u64,
+                eager_context_stats: false,
+            },
+            edits: Vec::new(),
+            errors: ErrorFilter::default(),
+            block_log_file: None,
+        }
+    }
+}
+
+impl FloodgateBuilder {
+    /// The clock (default: [`CachedClock`], the real clock refreshed every millisecond).
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Some(Arc::new(clock));
+        self
+    }
+
+    /// The clock, shared.
+    pub fn shared_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// How many resources get statistics (default 6000). Past it, entries on new resources without rules
+    /// pass uncounted; resources with rules are always checked.
+    pub fn max_resources(mut self, max: usize) -> Self {
+        self.config.max_resources = max;
+        self
+    }
+
+    /// How many named contexts exist (default 2000). Past it, entries run in the default context.
+    pub fn max_contexts(mut self, max: usize) -> Self {
+        self.config.max_contexts = max.max(1);
+        self
+    }
+
+    /// The second window of every node: `sample_count` buckets over `interval_ms` (default 2 × 500 ms).
+    /// Buckets must tile whole seconds (500, 250, 200, 100 ms, …).
+    pub fn second_window(
+        mut self,
+        sample_count: u32,
+        interval_ms: u64,
+    ) -> Result<Self, WindowError> {
+        self.config.geometry = WindowGeometry::new(sample_count, interval_ms)?;
+        Ok(self)
+    }
+
+    /// How long a prioritized entry may wait for capacity borrowed from the next window (default 500 ms,
+    /// at most the window interval).
+    pub fn occupy_timeout(mut self, timeout: Duration) -> Self {
+        self.config.occupy_timeout_ms = timeout.as_millis() as u64;
+        self
+    }
+
+    /// Whether per-context nodes count from the start (default: they start on first read, which keeps
+    /// the hot path to one set of counters per resource).
+    pub fn count_context_nodes(mut self, eager: bool) -> Self {
+        self.config.eager_context_stats = eager;
+        self
+    }
+
+    /// Appends the aggregated block log (Sentinel's `sentinel-block.log` lines) to `path`.
+    pub fn block_log_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.block_log_file = Some(path.into());
+        self
+    }
+
+    /// Only errors for which `predicate` holds are traced (Sentinel's `exceptionsToTrace`).
+    pub fn trace_if(
+        mut self,
+        predicate: impl Fn(&(dyn std::error::Error + 'static)) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.errors.trace_if = Some(Arc::new(predicate));
+        self
+    }
+
+    /// Errors for which `predicate` holds are never traced (Sentinel's `exceptionsToIgnore`; wins over
+    /// [`trace_if`](Self::trace_if)).
+    pub fn ignore_if(
+        mut self,
+        predicate: impl Fn(&(dyn std::error::Error + 'static)) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.errors.ignore_if = Some(Arc::new(predicate));
+        self
+    }
+
+    /// Adds `slot` as `name` at `order` (lower runs first), replacing a slot of the same name.
+    pub fn slot(mut self, name: &'static str, order: i32, slot: Arc<dyn Slot>) -> Self {
+        self.edits.push(ChainEdit::Add { name, order, slot });
+        self
+    }
+
+    /// Replaces the slot called `name`, keeping its order.
+    pub fn replace_slot(mut self, name: &'static str, slot: Arc<dyn Slot>) -> Self {
+        self.edits.push(ChainEdit::Replace { name, slot });
+        self
+    }
+
+    /// Removes the slot called `name`.
+    pub fn remove_slot(mut self, name: &'static str) -> Self {
+        self.edits.push(ChainEdit::Remove { name });
+        self
+    }
+
+    /// Builds the engine: collects the registered slots, applies the edits, sorts the chain.
+    pub fn build(self) -> Floodgate {
+        let clock = self
+            .clock
+            .unwrap_or_else(|| Arc::new(CachedClock::new()) as Arc<dyn Clock>);
+        let mut config = self.config;
+        config.occupy_timeout_ms = config.occupy_timeout_ms.min(config.geometry.interval_ms);
+        let inner = Inner {
+            id: NEXT_ENGINE_ID.fetch_add(1, Ordering::Relaxed),
+            clock,
+            chain: SlotChain::build(self.edits),
+            config,
+            errors: self.errors,
+            block_log: BlockLog::new(self.block_log_file),
+            inbound: ClusterNode::new(config.geometry),
+            inbound_name: Arc::from(TOTAL_INBOUND_TRAFFIC),
+            resources: Arena::default(),
+            resource_index: NameIndex::default(),
+            contexts: Arena::default(),
+            context_index: NameIndex::default(),
+            default_nodes: Arena::default(),
+            origin_nodes: Arena::default(),
+            origins: Arena::default(),
+            origin_index: NameIndex::default(),
+            create_lock: Mutex::new(()),
+            enabled: AtomicBool::new(true),
+            resource_cap_hits: AtomicU64::new(0),
+            context_cap_hits: AtomicU64::new(0),
+        };
+        {
+            let _guard = inner.lock();
+            inner.create_context_locked(DEFAULT_CONTEXT_NAME);
+        }
+        Floodgate {
+            inner: Arc::new(inner),
+        }
+    }
+}

@@ -1,0 +1,374 @@
+//! Entries: asking to pass a resource, and the RAII guard that records the call when it ends.
+
+use std::error::Error;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crate::block::BlockError;
+use crate::context::{self, EntryFrame, Placement};
+use crate::engine::{Inner, Parent, Resource};
+use crate::entry_type::{EntryType, ResourceType};
+use crate::param::ParamValue;
+use crate::slot::{ExitContext, SlotContext};
+use crate::stat::current_stripe;
+
+const NANOS_PER_MILLI: u64 = 1_000_000;
+
+/// What an entry is for: a name to look up, or a resource resolved earlier.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Target<'a> {
+    Name(&'a str),
+    Resolved(&'a Resource),
+}
+
+/// Describes an entry; [`enter`](EntryBuilder::enter) runs the slot chain.
+#[must_use = "an entry builder does nothing until `enter` is called"]
+pub struct EntryBuilder<'a> {
+    engine: &'a Inner,
+    target: Target<'a>,
+    origin: Option<&'a str>,
+    pub(crate) placement: Option<Placement>,
+    entry_type: EntryType,
+    resource_type: ResourceType,
+    count: u32,
+    args: Vec<ParamValue<'a>>,
+    prioritized: bool,
+}
+
+impl fmt::Debug for EntryBuilder<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EntryBuilder")
+            .field("target", &self.target)
+            .field("origin", &self.origin)
+            .field("entry_type", &self.entry_type)
+            .field("count", &self.count)
+            .field("args", &self.args)
+            .field("prioritized", &self.prioritized)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> EntryBuilder<'a> {
+    pub(crate) fn new(engine: &'a Inner, target: Target<'a>) -> Self {
+        EntryBuilder {
+            engine,
+            target,
+            origin: None,
+            placement: None,
+            entry_type: EntryType::Out,
+            resource_type: ResourceType::Common,
+            count: 1,
+            args: Vec::new(),
+            prioritized: false,
+        }
+    }
+
+    /// The caller this entry comes from (overrides the context's origin for this entry).
+    pub fn origin(mut self, origin: &'a str) -> Self {
+        self.origin = Some(origin);
+        self
+    }
+
+    /// Inbound or outbound (default outbound, as in Sentinel).
+    pub fn entry_type(mut self, entry_type: EntryType) -> Self {
+        self.entry_type = entry_type;
+        self
+    }
+
+    /// The resource's type, reported as the metric classification.
+    pub fn resource_type(mut self, resource_type: ResourceType) -> Self {
+        self.resource_type = resource_type;
+        self
+    }
+
+    /// How many permits this entry takes (default 1).
+    pub fn count(mut self, count: u32) -> Self {
+        self.count = count;
+        self
+    }
+
+    /// The call's arguments, for hot-parameter rules.
+    pub fn args<I>(mut self, args: I) -> Self
+    where
+        I: IntoIterator,
+        I::Item: Into<ParamValue<'a>>,
+    {
+        self.args = args.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Lets a QPS-limited entry wait for capacity borrowed from the next window instead of being
+    /// blocked (Sentinel's `entryWithPriority`).
+    pub fn prioritized(mut self) -> Self {
+        self.prioritized = true;
+        self
+    }
+
+    /// Runs the slot chain. A queueing wait a slot asked for is slept through the engine's clock.
+    #[inline]
+    pub fn enter(self) -> Result<Entry<'a>, BlockError> {
+        let engine = self.engine;
+        let result = self.admit(true);
+        if let Ok(Entry { active: Some(a) }) = &result {
+            if a.waited_nanos != 0 {
+                engine.clock.sleep(Duration::from_nanos(a.waited_nanos));
+            }
+        }
+        result
+    }
+
+    /// Runs the slot chain; a queueing wait is awaited with a tokio timer (never slept on the worker).
+    /// The entry does not become the thread's current entry (it may move between threads); nest entries
+    /// under it with [`Entry::child`].
+    #[cfg(feature = "tokio")]
+    pub async fn enter_async(self) -> Result<Entry<'a>, BlockError> {
+        let engine = self.engine;
+        let entry = self.admit(false)?;
+        let waited = entry.waited();
+        if !waited.is_zero() && engine.clock.sleeps() {
+            tokio::time::sleep(waited).await;
+        }
+        Ok(entry)
+    }
+
+    #[inline]
+    fn admit(self, on_thread: bool) -> Result<Entry<'a>, BlockError> {
+        let engine = self.engine;
+        if !engine.is_enabled() {
+            return Ok(Entry::noop());
+        }
+        let resource = match self.target {
+            Target::Resolved(r) => r,
+            Target::Name(name) => match engine.resource(name) {
+                Some(r) => r,
+                None => return Ok(Entry::noop()),
+            },
+        };
+        let placement = match self.placement {
+            Some(p) => p,
+            None => context::current(engine.id),
+        };
+        let Some(context) = engine.context(placement.context) else {
+            return Ok(Entry::noop());
+        };
+        let origin: &'a str = match (self.origin, placement.origin) {
+            (Some(o), _) => o,
+            (None, Some(id)) => engine.origin_str(id),
+            (None, None) => "",
+        };
+        let now_nanos = engine.clock.now_nanos();
+        let stripe = current_stripe();
+        let mut cx = SlotContext {
+            engine,
+            resource,
+            context,
+            parent: placement.parent,
+            origin,
+            entry_type: self.entry_type,
+            resource_type: self.resource_type,
+            count: self.count,
+            args: &self.args,
+            prioritized: self.prioritized,
+            now_ms: now_nanos / NANOS_PER_MILLI,
+            now_nanos,
+            stripe,
+            at: resource
+                .cluster
+                .stats
+                .cursor(now_nanos / NANOS_PER_MILLI, stripe),
+            node_id: None,
+            node_counted: false,
+            origin_node_id: None,
+            wait: Duration::ZERO,
+            occupied: false,
+        };
+        engine.chain.entry(&mut cx)?;
+        let (node_id, node_counted, origin_node_id, waited) =
+            (cx.node_id, cx.node_counted, cx.origin_node_id, cx.wait);
+        let (frame_id, previous) = if on_thread {
+            context::push(engine.id, context.id, node_id)
+        } else {
+            (0, EntryFrame::NONE)
+        };
+        Ok(Entry {
+            active: Some(Active {
+                engine,
+                resource,
+                origin,
+                args: self.args.into_boxed_slice(),
+                created_nanos: now_nanos,
+                waited_nanos: u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX),
+                previous,
+                frame_id,
+                thread: stripe as u32,
+                context: context.id,
+                node: node_id.unwrap_or(NONE),
+                origin_node: origin_node_id.unwrap_or(NONE),
+                count: self.count,
+                entry_type: self.entry_type,
+                node_counted,
+                error: AtomicBool::new(false),
+            }),
+        })
+    }
+}
+
+/// "None" for the `u32` ids kept in an entry.
+const NONE: u32 = u32::MAX;
+
+/// An admitted entry's state, kept small (ids rather than options and references) so that returning and
+/// dropping an entry moves few bytes.
+struct Active<'a> {
+    engine: &'a Inner,
+    resource: &'a Resource,
+    origin: &'a str,
+    args: Box<[ParamValue<'a>]>,
+    created_nanos: u64,
+    waited_nanos: u64,
+    /// The entry this one replaced as the thread's current one (restored at exit).
+    previous: EntryFrame,
+    /// The thread-local frame id this entry pushed (0: it pushed none).
+    frame_id: u32,
+    /// The stripe of the thread that admitted it.
+    thread: u32,
+    context: u32,
+    node: u32,
+    origin_node: u32,
+    count: u32,
+    entry_type: EntryType,
+    node_counted: bool,
+    error: AtomicBool,
+}
+
+impl Active<'_> {
+    fn id(id: u32) -> Option<u32> {
+        (id != NONE).then_some(id)
+    }
+
+    fn context_name(&self) -> &str {
+        self.engine.context(self.context).map_or("", |c| c.name())
+    }
+}
+
+/// An admitted call. Dropping it records the completion: response time, success, the traced error and
+/// concurrency. It exits exactly once, on every path (return, `?`, panic unwinding).
+#[must_use = "dropping an entry immediately records a zero-length call"]
+pub struct Entry<'a> {
+    active: Option<Active<'a>>,
+}
+
+impl fmt::Debug for Entry<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Entry");
+        if let Some(a) = &self.active {
+            d.field("resource", &a.resource.name)
+                .field("context", &a.context_name())
+                .field("origin", &a.origin)
+                .field("entry_type", &a.entry_type)
+                .field("count", &a.count)
+                .field("error", &a.error.load(Ordering::Relaxed));
+        }
+        d.field("waited", &self.waited()).finish()
+    }
+}
+
+impl<'a> Entry<'a> {
+    fn noop() -> Self {
+        Entry { active: None }
+    }
+
+    /// Marks the call as failed with `error` (counted as an exception at exit, for error-ratio and
+    /// error-count breakers), unless the engine's filters ignore it. A [`BlockError`] is never traced.
+    pub fn trace<E: Error + 'static>(&self, error: &E) {
+        self.trace_dyn(error);
+    }
+
+    /// [`trace`](Self::trace) for a `dyn Error`.
+    pub fn trace_dyn(&self, error: &(dyn Error + 'static)) {
+        if let Some(a) = &self.active {
+            if a.engine.errors.should_trace(error) {
+                a.error.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Whether an error was traced.
+    pub fn has_error(&self) -> bool {
+        self.active
+            .as_ref()
+            .is_some_and(|a| a.error.load(Ordering::Relaxed))
+    }
+
+    /// How long admission waited in a queue (rate limiter, prioritized borrowing); zero when it did not.
+    pub fn waited(&self) -> Duration {
+        Duration::from_nanos(self.active.as_ref().map_or(0, |a| a.waited_nanos))
+    }
+
+    /// The resource's name (empty for an entry that was not counted: engine off, or past the cap).
+    pub fn resource(&self) -> &str {
+        self.active.as_ref().map_or("", |a| &a.resource.name)
+    }
+
+    /// The name of the context the entry runs in.
+    pub fn context_name(&self) -> &str {
+        self.active.as_ref().map_or("", Active::context_name)
+    }
+
+    /// Starts an entry nested under this one, in the same context, on any thread.
+    pub fn child(&self, resource: &'a str) -> Option<EntryBuilder<'a>> {
+        let a = self.active.as_ref()?;
+        let mut builder = EntryBuilder::new(a.engine, Target::Name(resource));
+        builder.placement = Some(Placement {
+            context: a.context,
+            origin: None,
+            parent: Active::id(a.node).map_or(Parent::Entrance, Parent::Node),
+        });
+        if !a.origin.is_empty() {
+            builder = builder.origin(a.origin);
+        }
+        Some(builder)
+    }
+
+    /// Exits now (the same as dropping the entry).
+    pub fn exit(self) {}
+}
+
+impl Drop for Entry<'_> {
+    fn drop(&mut self) {
+        let Some(a) = &self.active else {
+            return;
+        };
+        let Some(context) = a.engine.context(a.context) else {
+            return;
+        };
+        let now_nanos = a.engine.clock.now_nanos();
+        let rt = now_nanos.saturating_sub(a.created_nanos) / NANOS_PER_MILLI;
+        let stripe = current_stripe();
+        let mut cx = ExitContext {
+            engine: a.engine,
+            resource: a.resource,
+            context,
+            node_id: Active::id(a.node),
+            node_counted: a.node_counted,
+            origin_node_id: Active::id(a.origin_node),
+            origin: a.origin,
+            entry_type: a.entry_type,
+            count: a.count,
+            args: &a.args,
+            rt_ms: u32::try_from(rt).unwrap_or(u32::MAX),
+            error: a.error.load(Ordering::Relaxed),
+            now_ms: now_nanos / NANOS_PER_MILLI,
+            stripe,
+            at: a
+                .resource
+                .cluster
+                .stats
+                .cursor(now_nanos / NANOS_PER_MILLI, stripe),
+        };
+        a.engine.chain.exit(&mut cx);
+        if a.frame_id != 0 && a.thread == stripe as u32 {
+            context::pop(a.frame_id, a.previous);
+        }
+    }
+}

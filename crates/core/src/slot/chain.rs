@@ -1,0 +1,115 @@
+//! Building and running the chain.
+
+use std::sync::Arc;
+
+use super::{ExitContext, Hooks, Slot, SlotContext, SlotRegistration};
+use crate::block::BlockError;
+
+/// A change a builder makes to the registered slots.
+#[derive(Debug)]
+pub(crate) enum ChainEdit {
+    Add {
+        name: &'static str,
+        order: i32,
+        slot: Arc<dyn Slot>,
+    },
+    Replace {
+        name: &'static str,
+        slot: Arc<dyn Slot>,
+    },
+    Remove {
+        name: &'static str,
+    },
+}
+
+#[derive(Debug)]
+struct ChainSlot {
+    name: &'static str,
+    order: i32,
+    slot: Arc<dyn Slot>,
+    hooks: Hooks,
+}
+
+/// The slots of an engine, sorted by order. Built once per engine; every resource runs it.
+#[derive(Debug)]
+pub(crate) struct SlotChain {
+    slots: Box<[ChainSlot]>,
+}
+
+impl SlotChain {
+    pub(crate) fn build(edits: Vec<ChainEdit>) -> Self {
+        let mut slots: Vec<(&'static str, i32, Arc<dyn Slot>)> =
+            inventory::iter::<SlotRegistration>
+                .into_iter()
+                .map(|r| (r.name, r.order, (r.build)()))
+                .collect();
+        for edit in edits {
+            match edit {
+                ChainEdit::Add { name, order, slot } => {
+                    slots.retain(|(n, _, _)| *n != name);
+                    slots.push((name, order, slot));
+                }
+                ChainEdit::Replace { name, slot } => {
+                    if let Some(entry) = slots.iter_mut().find(|(n, _, _)| *n == name) {
+                        entry.2 = slot;
+                    }
+                }
+                ChainEdit::Remove { name } => slots.retain(|(n, _, _)| *n != name),
+            }
+        }
+        slots.sort_by(|a, b| a.1.cmp(&b.1).then(a.0.cmp(b.0)));
+        SlotChain {
+            slots: slots
+                .into_iter()
+                .map(|(name, order, slot)| ChainSlot {
+                    name,
+                    order,
+                    hooks: slot.hooks(),
+                    slot,
+                })
+                .collect(),
+        }
+    }
+
+    /// Runs the entry hooks, then the pass or block hooks.
+    #[inline]
+    pub(crate) fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
+        for (i, s) in self.slots.iter().enumerate() {
+            if s.hooks.entry {
+                if let Err(block) = s.slot.entry(cx) {
+                    for before in self.slots[..i].iter().rev() {
+                        if before.hooks.block {
+                            before.slot.on_block(cx, &block);
+                        }
+                    }
+                    return Err(block);
+                }
+            }
+        }
+        for s in self.slots.iter().rev() {
+            if s.hooks.pass {
+                s.slot.on_pass(cx);
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the exit hooks in order.
+    #[inline]
+    pub(crate) fn exit(&self, cx: &mut ExitContext<'_>) {
+        for s in self.slots.iter() {
+            if s.hooks.exit {
+                s.slot.exit(cx);
+            }
+        }
+    }
+
+    /// Whether any slot has a rule for `resource`.
+    pub(crate) fn has_rules(&self, resource: &str) -> bool {
+        self.slots.iter().any(|s| s.slot.has_rules(resource))
+    }
+
+    pub(crate) fn describe(&self) -> Vec<(&'static str, i32)> {
+        self.slots.iter().map(|s| (s.name, s.order)).collect()
+    }
+}

@@ -1,0 +1,324 @@
+//! The slot chain: the ordered steps every entry runs through, registered SPI-style.
+//!
+//! A [`Slot`] has up to four hooks. On entry, the chain calls every slot's [`Slot::entry`] in order
+//! (lowest order first) until one blocks. If one blocks, the slots before it get [`Slot::on_block`] (in
+//! reverse order, as the block unwinds through them); if none blocks, every slot gets [`Slot::on_pass`]
+//! (in reverse order). When the entry exits, every slot gets [`Slot::exit`] in order. This is Sentinel's
+//! nested `fireEntry`/`fireExit`, flattened: the statistic slot counts a pass only once every check after it
+//! admitted the entry, and a slot that reserved something (a circuit breaker's half-open probe) learns
+//! whether a later slot refused the entry.
+//!
+//! Slots register themselves with an order through [`inventory`] ([`register_slot!`](crate::register_slot));
+//! an engine collects the registrations when it is built, then applies its builder's edits (add, replace,
+//! remove). Sentinel's orders: NodeSelector −10000, ClusterBuilder −9000, Log −8000, Statistic −7000,
+//! Authority −6000, System −5000, ParamFlow −3000, Flow −2000, DefaultCircuitBreaker −1500, Degrade −1000.
+
+mod chain;
+mod cluster_builder;
+mod log;
+mod node_selector;
+mod statistic;
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub(crate) use chain::{ChainEdit, SlotChain};
+pub use cluster_builder::ClusterBuilderSlot;
+pub(crate) use log::BlockLog;
+pub use log::LogSlot;
+pub use node_selector::NodeSelectorSlot;
+pub use statistic::StatisticSlot;
+
+use crate::block::{BlockError, BlockKind};
+use crate::engine::{ContextData, Inner, Parent, Resource};
+use crate::entry_type::{EntryType, ResourceType};
+use crate::node::NodeView;
+use crate::param::ParamValue;
+use crate::stat::Cursor;
+
+/// Sentinel's slot orders (lower runs first).
+pub mod order {
+    /// Picks the resource's node in the current context and links the call tree.
+    pub const NODE_SELECTOR: i32 = -10000;
+    /// Attaches the cluster node and the caller's origin node.
+    pub const CLUSTER_BUILDER: i32 = -9000;
+    /// Writes the block log.
+    pub const LOG: i32 = -8000;
+    /// Counts passes, blocks, completions, errors, RT and concurrency.
+    pub const STATISTIC: i32 = -7000;
+    /// White/black lists by origin.
+    pub const AUTHORITY: i32 = -6000;
+    /// System adaptive protection.
+    pub const SYSTEM: i32 = -5000;
+    /// Hot-parameter flow control.
+    pub const PARAM_FLOW: i32 = -3000;
+    /// Flow control.
+    pub const FLOW: i32 = -2000;
+    /// Default (`"*"`) circuit breakers.
+    pub const DEFAULT_CIRCUIT_BREAKER: i32 = -1500;
+    /// Circuit breakers.
+    pub const DEGRADE: i32 = -1000;
+}
+
+/// Which hooks a slot implements, so the chain skips the others without a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hooks {
+    /// [`Slot::entry`].
+    pub entry: bool,
+    /// [`Slot::on_pass`].
+    pub pass: bool,
+    /// [`Slot::on_block`].
+    pub block: bool,
+    /// [`Slot::exit`].
+    pub exit: bool,
+}
+
+impl Hooks {
+    /// Every hook.
+    pub const ALL: Hooks = Hooks {
+        entry: true,
+        pass: true,
+        block: true,
+        exit: true,
+    };
+    /// Only [`Slot::entry`] (a pure check).
+    pub const ENTRY: Hooks = Hooks {
+        entry: true,
+        pass: false,
+        block: false,
+        exit: false,
+    };
+}
+
+/// One step of the chain. Implementations must not block or allocate on the hot path.
+pub trait Slot: Send + Sync + fmt::Debug + 'static {
+    /// Checks (or prepares) the entry; an `Err` blocks it.
+    fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
+        let _ = cx;
+        Ok(())
+    }
+
+    /// The whole chain admitted the entry.
+    fn on_pass(&self, cx: &mut SlotContext<'_>) {
+        let _ = cx;
+    }
+
+    /// A later slot blocked the entry with `block`.
+    fn on_block(&self, cx: &mut SlotContext<'_>, block: &BlockError) {
+        let _ = (cx, block);
+    }
+
+    /// The admitted entry ended.
+    fn exit(&self, cx: &mut ExitContext<'_>) {
+        let _ = cx;
+    }
+
+    /// Whether this slot has a rule for `resource`: such a resource is always checked, even past the
+    /// resource cap.
+    fn has_rules(&self, resource: &str) -> bool {
+        let _ = resource;
+        false
+    }
+
+    /// Which hooks to call (default: all).
+    fn hooks(&self) -> Hooks {
+        Hooks::ALL
+    }
+}
+
+/// A slot registered for every engine of the process (collected with [`inventory`]).
+#[derive(Debug)]
+pub struct SlotRegistration {
+    /// The slot's name (the key for replacing or removing it).
+    pub name: &'static str,
+    /// Its position: lower runs first.
+    pub order: i32,
+    /// Builds the slot; called once per engine.
+    pub build: fn() -> Arc<dyn Slot>,
+}
+
+inventory::collect!(SlotRegistration);
+
+/// Registers a slot for every engine: `register_slot!("name", order, || Arc::new(MySlot))`.
+#[macro_export]
+macro_rules! register_slot {
+    ($name:expr, $order:expr, $build:expr) => {
+        $crate::inventory::submit! {
+            $crate::SlotRegistration { name: $name, order: $order, build: $build }
+        }
+    };
+}
+
+/// What a slot sees of an entry being admitted.
+#[derive(Debug)]
+pub struct SlotContext<'a> {
+    pub(crate) engine: &'a Inner,
+    pub(crate) resource: &'a Resource,
+    pub(crate) context: &'a ContextData,
+    pub(crate) parent: Parent,
+    pub(crate) origin: &'a str,
+    pub(crate) entry_type: EntryType,
+    pub(crate) resource_type: ResourceType,
+    pub(crate) count: u32,
+    pub(crate) args: &'a [ParamValue<'a>],
+    pub(crate) prioritized: bool,
+    pub(crate) now_ms: u64,
+    pub(crate) now_nanos: u64,
+    pub(crate) stripe: usize,
+    pub(crate) at: Cursor,
+    pub(crate) node_id: Option<u32>,
+    pub(crate) node_counted: bool,
+    pub(crate) origin_node_id: Option<u32>,
+    pub(crate) wait: Duration,
+    pub(crate) occupied: bool,
+}
+
+impl SlotContext<'_> {
+    /// The resource's name.
+    pub fn resource(&self) -> &str {
+        &self.resource.name
+    }
+
+    /// The context's name.
+    pub fn context_name(&self) -> &str {
+        self.context.name()
+    }
+
+    /// The caller's origin (empty when unknown).
+    pub fn origin(&self) -> &str {
+        self.origin
+    }
+
+    /// Inbound or outbound.
+    pub fn entry_type(&self) -> EntryType {
+        self.entry_type
+    }
+
+    /// Permits asked for.
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
+    /// The call's arguments.
+    pub fn args(&self) -> &[ParamValue<'_>] {
+        self.args
+    }
+
+    /// Whether the entry may wait for borrowed capacity.
+    pub fn is_prioritized(&self) -> bool {
+        self.prioritized
+    }
+
+    /// The engine's time at admission, epoch ms.
+    pub fn now_ms(&self) -> u64 {
+        self.now_ms
+    }
+
+    /// The engine's time at admission, epoch ns.
+    pub fn now_nanos(&self) -> u64 {
+        self.now_nanos
+    }
+
+    /// The resource's statistics across contexts.
+    pub fn cluster_node(&self) -> NodeView<'_> {
+        NodeView {
+            node: &self.resource.cluster.stats,
+            clock: &*self.engine.clock,
+        }
+    }
+
+    /// The resource's statistics in this context (starts them if they were not counting).
+    pub fn context_node(&self) -> Option<NodeView<'_>> {
+        let node = self.engine.default_node(self.node_id?)?;
+        Some(NodeView {
+            node: node.stats(),
+            clock: &*self.engine.clock,
+        })
+    }
+
+    /// The statistics of this resource's calls from this origin.
+    pub fn origin_node(&self) -> Option<NodeView<'_>> {
+        Some(NodeView {
+            node: self.engine.origin_node(self.origin_node_id?)?,
+            clock: &*self.engine.clock,
+        })
+    }
+
+    /// Asks the entry to wait `wait` before proceeding (queueing); waits from several slots add up.
+    pub fn add_wait(&mut self, wait: Duration) {
+        self.wait = self.wait.saturating_add(wait);
+    }
+
+    /// A block of `kind` on this resource (no allocation: shares the resource name).
+    pub fn block(&self, kind: BlockKind) -> BlockError {
+        BlockError::new(kind, self.resource.name.clone())
+    }
+}
+
+/// What a slot sees of an admitted entry that ends.
+#[derive(Debug)]
+pub struct ExitContext<'a> {
+    pub(crate) engine: &'a Inner,
+    pub(crate) resource: &'a Resource,
+    pub(crate) context: &'a ContextData,
+    pub(crate) node_id: Option<u32>,
+    pub(crate) node_counted: bool,
+    pub(crate) origin_node_id: Option<u32>,
+    pub(crate) origin: &'a str,
+    pub(crate) entry_type: EntryType,
+    pub(crate) count: u32,
+    pub(crate) args: &'a [ParamValue<'a>],
+    pub(crate) rt_ms: u32,
+    pub(crate) error: bool,
+    pub(crate) now_ms: u64,
+    pub(crate) stripe: usize,
+    pub(crate) at: Cursor,
+}
+
+impl ExitContext<'_> {
+    /// The resource's name.
+    pub fn resource(&self) -> &str {
+        &self.resource.name
+    }
+
+    /// The context's name.
+    pub fn context_name(&self) -> &str {
+        self.context.name()
+    }
+
+    /// The caller's origin.
+    pub fn origin(&self) -> &str {
+        self.origin
+    }
+
+    /// Inbound or outbound.
+    pub fn entry_type(&self) -> EntryType {
+        self.entry_type
+    }
+
+    /// Permits the entry took.
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
+    /// The call's arguments.
+    pub fn args(&self) -> &[ParamValue<'_>] {
+        self.args
+    }
+
+    /// The call's response time in ms.
+    pub fn rt_ms(&self) -> u32 {
+        self.rt_ms
+    }
+
+    /// Whether an error was traced.
+    pub fn has_error(&self) -> bool {
+        self.error
+    }
+
+    /// The engine's time at exit, epoch ms.
+    pub fn now_ms(&self) -> u64 {
+        self.now_ms
+    }
+}

@@ -1,0 +1,121 @@
+//! StatisticSlot (−7000): counts what happened, after the rest of the chain decided.
+//!
+//! On pass: concurrency +1 and `count` passes on the context node (if it counts), the cluster node, the
+//! origin node and, for inbound entries, the global inbound node. A prioritized entry that borrowed future
+//! capacity already counts as a pass of that window, so it only adds concurrency. On block: `count` blocks
+//! on the same nodes. On exit: RT and `count` successes, `count` exceptions if an error was traced, and
+//! concurrency −1.
+
+use std::sync::Arc;
+
+use super::{ExitContext, Hooks, Slot, SlotContext, order};
+use crate::block::BlockError;
+use crate::engine::Inner;
+use crate::entry_type::EntryType;
+use crate::node::StatisticNode;
+
+/// Sentinel's `StatisticSlot`.
+#[derive(Debug, Default)]
+pub struct StatisticSlot;
+
+#[inline]
+fn nodes<'a>(
+    engine: &'a Inner,
+    cluster: &'a StatisticNode,
+    node: Option<&'a StatisticNode>,
+    origin: Option<u32>,
+    entry_type: EntryType,
+) -> [Option<&'a StatisticNode>; 4] {
+    [
+        Some(cluster),
+        node,
+        origin.and_then(|id| engine.origin_node(id)),
+        (entry_type == EntryType::In).then_some(&engine.inbound.stats),
+    ]
+}
+
+impl Slot for StatisticSlot {
+    #[inline]
+    fn on_pass(&self, cx: &mut SlotContext<'_>) {
+        let node = cx
+            .node_id
+            .and_then(|id| cx.engine.default_node(id))
+            .and_then(|n| n.counting());
+        cx.node_counted = node.is_some();
+        let (at, count) = (cx.at, cx.count);
+        for n in nodes(
+            cx.engine,
+            &cx.resource.cluster.stats,
+            node,
+            cx.origin_node_id,
+            cx.entry_type,
+        )
+        .into_iter()
+        .flatten()
+        {
+            n.increase_thread(cx.stripe);
+            if !cx.occupied {
+                n.add_pass(at, count);
+            }
+        }
+    }
+
+    fn on_block(&self, cx: &mut SlotContext<'_>, _block: &BlockError) {
+        let node = cx
+            .node_id
+            .and_then(|id| cx.engine.default_node(id))
+            .and_then(|n| n.counting());
+        let (at, count) = (cx.at, cx.count);
+        for n in nodes(
+            cx.engine,
+            &cx.resource.cluster.stats,
+            node,
+            cx.origin_node_id,
+            cx.entry_type,
+        )
+        .into_iter()
+        .flatten()
+        {
+            n.add_block(at, count);
+        }
+    }
+
+    #[inline]
+    fn exit(&self, cx: &mut ExitContext<'_>) {
+        let node = if cx.node_counted {
+            cx.node_id
+                .and_then(|id| cx.engine.default_node(id))
+                .and_then(|n| n.counting())
+        } else {
+            None
+        };
+        let (at, count, rt) = (cx.at, cx.count, cx.rt_ms);
+        for n in nodes(
+            cx.engine,
+            &cx.resource.cluster.stats,
+            node,
+            cx.origin_node_id,
+            cx.entry_type,
+        )
+        .into_iter()
+        .flatten()
+        {
+            n.add_rt_and_success(at, rt, count);
+            if cx.error {
+                n.add_exception(at, count);
+            }
+            n.decrease_thread(cx.stripe);
+        }
+    }
+
+    fn hooks(&self) -> Hooks {
+        Hooks {
+            entry: false,
+            pass: true,
+            block: true,
+            exit: true,
+        }
+    }
+}
+
+crate::register_slot!("statistic", order::STATISTIC, || Arc::new(StatisticSlot));

@@ -1,0 +1,185 @@
+//! Tagged atomic cells: a counter that knows which window it belongs to.
+//!
+//! A cell is one `AtomicU64` holding `(tag: u32, value + 1: u32)`, where the tag is the index of the time
+//! window (`t / window_length`, truncated to 32 bits) that the value counts; all-zero means empty (values
+//! saturate at `u32::MAX − 1`). Writers change a cell with one compare-and-swap:
+//!
+//! * same tag: add to the value (saturating, never wrapping into the tag);
+//! * older tag: the cell still holds a finished window; replace it with `(tag, n)` and hand the old value
+//!   back to the caller, which folds it into the per-second history (the CAS makes that hand-over exact: each
+//!   old value is moved out by exactly one writer);
+//! * newer tag: the writer is stale (it read the clock before another thread moved on, or the clock stepped
+//!   back). It never writes into the newer window; its update is dropped.
+//!
+//! This is the "reset tagged with the window start" that keeps a stale writer out of a recycled bucket,
+//! without a lock and without a separate reset phase.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// How many times a write retries a contended CAS before giving up (the update is then dropped).
+const MAX_RETRIES: u32 = 256;
+
+/// The largest value a cell holds.
+const MAX_VALUE: u32 = u32::MAX - 1;
+
+#[inline]
+pub(crate) const fn pack(tag: u32, value: u32) -> u64 {
+    let value = if value > MAX_VALUE { MAX_VALUE } else { value };
+    ((tag as u64) << 32) | (value as u64 + 1)
+}
+
+/// `(tag, value)`, or `None` for an empty cell.
+#[inline]
+pub(crate) const fn unpack(cell: u64) -> Option<(u32, u32)> {
+    let low = cell as u32;
+    if low == 0 {
+        None
+    } else {
+        Some(((cell >> 32) as u32, low - 1))
+    }
+}
+
+/// Whether tag `a` is newer than tag `b`, comparing on the 32-bit circle.
+#[inline]
+pub(crate) const fn is_newer(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) > 0
+}
+
+/// What a tagged write did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AddOutcome {
+    /// Added to the value of the same window.
+    Added,
+    /// Replaced a finished window; its tag and value are returned for folding.
+    Recycled { old_tag: u32, old_value: u32 },
+    /// The cell holds a newer window (stale writer or clock stepped back); nothing was written.
+    Stale,
+}
+
+/// Adds `n` to the cell for window `tag`.
+#[inline]
+pub(crate) fn add(cell: &AtomicU64, tag: u32, n: u32) -> AddOutcome {
+    update(cell, tag, |v| v.saturating_add(n), n)
+}
+
+/// Lowers the cell's value to `value` for window `tag` (a minimum, such as the minimum RT).
+#[inline]
+pub(crate) fn min(cell: &AtomicU64, tag: u32, value: u32) -> AddOutcome {
+    if let Some((t, v)) = unpack(cell.load(Ordering::Relaxed)) {
+        if t == tag && v <= value {
+            return AddOutcome::Added;
+        }
+    }
+    update(cell, tag, |v| v.min(value), value)
+}
+
+#[inline]
+fn update(cell: &AtomicU64, tag: u32, same: impl Fn(u32) -> u32, fresh: u32) -> AddOutcome {
+    let mut current = cell.load(Ordering::Relaxed);
+    for _ in 0..MAX_RETRIES {
+        let (next, outcome) = match unpack(current) {
+            None => (pack(tag, fresh), AddOutcome::Added),
+            Some((t, v)) if t == tag => (pack(tag, same(v)), AddOutcome::Added),
+            Some((t, _)) if is_newer(t, tag) => return AddOutcome::Stale,
+            Some((t, v)) => (
+                pack(tag, fresh),
+                AddOutcome::Recycled {
+                    old_tag: t,
+                    old_value: v,
+                },
+            ),
+        };
+        if next == current {
+            return outcome;
+        }
+        match cell.compare_exchange_weak(current, next, Ordering::AcqRel, Ordering::Relaxed) {
+            Ok(_) => return outcome,
+            Err(actual) => current = actual,
+        }
+    }
+    AddOutcome::Stale
+}
+
+/// The value the cell holds for window `tag`, if it holds that window.
+#[inline]
+pub(crate) fn read(cell: &AtomicU64, tag: u32) -> Option<u32> {
+    match unpack(cell.load(Ordering::Relaxed)) {
+        Some((t, v)) if t == tag => Some(v),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_tag_adds_and_saturates() {
+        let cell = AtomicU64::new(pack(7, 0));
+        assert_eq!(add(&cell, 7, 3), AddOutcome::Added);
+        assert_eq!(read(&cell, 7), Some(3));
+        add(&cell, 7, u32::MAX);
+        assert_eq!(
+            read(&cell, 7),
+            Some(MAX_VALUE),
+            "saturates, never spills into the tag"
+        );
+    }
+
+    #[test]
+    fn older_tag_is_recycled_and_handed_back() {
+        let cell = AtomicU64::new(pack(7, 5));
+        assert_eq!(
+            add(&cell, 9, 2),
+            AddOutcome::Recycled {
+                old_tag: 7,
+                old_value: 5
+            }
+        );
+        assert_eq!(read(&cell, 9), Some(2));
+        assert_eq!(read(&cell, 7), None);
+    }
+
+    #[test]
+    fn stale_writer_never_touches_a_newer_window() {
+        let cell = AtomicU64::new(pack(9, 2));
+        assert_eq!(add(&cell, 7, 100), AddOutcome::Stale);
+        assert_eq!(read(&cell, 9), Some(2));
+        assert_eq!(min(&cell, 7, 0), AddOutcome::Stale);
+        assert_eq!(read(&cell, 9), Some(2));
+    }
+
+    #[test]
+    fn tags_compare_across_the_wrap() {
+        assert!(is_newer(1, u32::MAX));
+        assert!(!is_newer(u32::MAX, 1));
+        let cell = AtomicU64::new(pack(u32::MAX, 4));
+        assert!(matches!(add(&cell, 0, 1), AddOutcome::Recycled { .. }));
+    }
+
+    #[test]
+    fn an_empty_cell_takes_any_window() {
+        let cell = AtomicU64::new(0);
+        assert_eq!(read(&cell, 0), None);
+        assert_eq!(add(&cell, 3_400_000_000, 1), AddOutcome::Added);
+        assert_eq!(read(&cell, 3_400_000_000), Some(1));
+        let cell = AtomicU64::new(0);
+        min(&cell, 5, 0);
+        assert_eq!(
+            read(&cell, 5),
+            Some(0),
+            "a zero minimum is a value, not empty"
+        );
+    }
+
+    #[test]
+    fn min_keeps_the_lowest() {
+        let cell = AtomicU64::new(0);
+        min(&cell, 3, 40);
+        min(&cell, 3, 50);
+        min(&cell, 3, 20);
+        assert_eq!(read(&cell, 3), Some(20));
+        min(&cell, 4, 90);
+        assert_eq!(read(&cell, 4), Some(90));
+    }
+}

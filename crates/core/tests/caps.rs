@@ -1,0 +1,76 @@
+//! Resource and context caps: past them statistics stop, checks never do.
+
+use std::sync::Arc;
+
+use floodgate_core::{BlockError, BlockKind, Floodgate, Hooks, ManualClock, Slot, SlotContext};
+
+const T0: u64 = 1_700_000_000_000;
+
+/// Has a "rule" (always blocks) for resources whose name starts with `ruled`.
+#[derive(Debug)]
+struct Ruled;
+
+impl Slot for Ruled {
+    fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
+        if cx.resource().starts_with("ruled") {
+            return Err(cx.block(BlockKind::Flow));
+        }
+        Ok(())
+    }
+    fn has_rules(&self, resource: &str) -> bool {
+        resource.starts_with("ruled")
+    }
+    fn hooks(&self) -> Hooks {
+        Hooks::ENTRY
+    }
+}
+
+#[test]
+fn past_the_resource_cap_rule_less_resources_pass_uncounted_and_ruled_ones_are_checked() {
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(T0))
+        .max_resources(2)
+        .slot("ruled", -2000, Arc::new(Ruled))
+        .build();
+    drop(fg.entry("a").enter().unwrap());
+    drop(fg.entry("b").enter().unwrap());
+    assert_eq!(fg.stats().resources, 2);
+    // Over the cap: passes, no statistics, counted as a cap hit.
+    drop(fg.entry("c").enter().unwrap());
+    drop(fg.entry("c").enter().unwrap());
+    assert!(fg.cluster_node("c").is_none());
+    assert_eq!(fg.stats().resource_cap_hits, 2);
+    // A resource with a rule is still created and checked: never fail open.
+    let block = fg.entry("ruled-1").enter().unwrap_err();
+    assert_eq!(block.kind(), BlockKind::Flow);
+    assert_eq!(fg.cluster_node("ruled-1").unwrap().block_qps(), 1.0);
+    // Existing resources keep counting.
+    drop(fg.entry("a").enter().unwrap());
+    assert_eq!(fg.cluster_node("a").unwrap().pass_qps(), 2.0);
+}
+
+#[test]
+fn past_the_context_cap_entries_run_in_the_default_context_and_are_still_checked() {
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(T0))
+        .max_contexts(2) // the default context and one more
+        .slot("ruled", -2000, Arc::new(Ruled))
+        .build();
+    fg.context("one").run(|| {
+        assert_eq!(fg.entry("x").enter().unwrap().context_name(), "one");
+    });
+    fg.context("two").run(|| {
+        let e = fg.entry("x").enter().unwrap();
+        assert_eq!(e.context_name(), floodgate_core::DEFAULT_CONTEXT_NAME);
+        assert!(fg.entry("ruled-x").enter().is_err(), "checks still run");
+    });
+    let stats = fg.stats();
+    assert_eq!(stats.contexts, 2);
+    assert!(stats.context_cap_hits >= 1);
+}
+
+#[test]
+fn the_default_caps_are_sentinels() {
+    assert_eq!(floodgate_core::DEFAULT_MAX_RESOURCES, 6000);
+    assert_eq!(floodgate_core::DEFAULT_MAX_CONTEXTS, 2000);
+}

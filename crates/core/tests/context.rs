@@ -1,0 +1,138 @@
+//! Contexts, origins and the call tree.
+
+use floodgate_core::{DEFAULT_CONTEXT_NAME, Floodgate, ManualClock, TreeNodeKind};
+
+const T0: u64 = 1_700_000_000_000;
+
+fn engine() -> Floodgate {
+    Floodgate::builder()
+        .clock(ManualClock::new(T0))
+        .count_context_nodes(true)
+        .build()
+}
+
+#[test]
+fn nested_entries_form_the_call_tree() {
+    let fg = engine();
+    fg.context("entranceA").origin("appA").run(|| {
+        let a = fg.entry("A").enter().unwrap();
+        assert_eq!(a.context_name(), "entranceA");
+        {
+            let _b = fg.entry("B").enter().unwrap();
+            let _c = fg.entry("C").enter().unwrap();
+        }
+        let _d = fg.entry("D").enter().unwrap();
+    });
+    drop(fg.entry("A").enter().unwrap());
+
+    let tree = fg.call_tree();
+    assert_eq!(tree.kind, TreeNodeKind::Root);
+    let names: Vec<&str> = tree.children.iter().map(|c| &*c.stats.name).collect();
+    assert_eq!(names, [DEFAULT_CONTEXT_NAME, "entranceA"]);
+    let entrance = &tree.children[1];
+    assert_eq!(entrance.kind, TreeNodeKind::Entrance);
+    assert_eq!(entrance.children.len(), 1);
+    let a = &entrance.children[0];
+    assert_eq!(&*a.stats.name, "A");
+    let under_a: Vec<&str> = a.children.iter().map(|c| &*c.stats.name).collect();
+    assert_eq!(under_a, ["B", "D"]);
+    assert_eq!(&*a.children[0].children[0].stats.name, "C");
+    assert_eq!(a.stats.pass_qps, 1.0);
+    assert_eq!(
+        entrance.stats.pass_qps, 1.0,
+        "an entrance sums its children"
+    );
+    assert_eq!(
+        tree.children[0].children.len(),
+        1,
+        "A in the default context"
+    );
+    assert_eq!(tree.stats.pass_qps, 2.0);
+
+    // A's cluster node counts both contexts; its context nodes count each.
+    assert_eq!(fg.cluster_node("A").unwrap().pass_qps(), 2.0);
+    assert_eq!(fg.context_node("A", "entranceA").unwrap().pass_qps(), 1.0);
+    assert_eq!(
+        fg.context_node("A", DEFAULT_CONTEXT_NAME)
+            .unwrap()
+            .pass_qps(),
+        1.0
+    );
+    // Origin nodes: only the entries from appA.
+    assert_eq!(fg.origin_node("A", "appA").unwrap().pass_qps(), 1.0);
+    assert_eq!(
+        fg.origin_node("C", "appA").unwrap().pass_qps(),
+        1.0,
+        "nested entries inherit the origin"
+    );
+    assert!(fg.origin_node("A", "appB").is_none());
+    assert_eq!(fg.origin_nodes("A").len(), 1);
+}
+
+#[test]
+fn an_inner_context_keeps_the_outer_one_as_in_sentinel() {
+    let fg = engine();
+    fg.context("outer").run(|| {
+        fg.context("inner").run(|| {
+            assert_eq!(fg.entry("R").enter().unwrap().context_name(), "outer");
+        });
+    });
+    assert_eq!(
+        fg.entry("R").enter().unwrap().context_name(),
+        DEFAULT_CONTEXT_NAME,
+        "the context ends with run"
+    );
+}
+
+#[test]
+fn context_nodes_count_from_first_read_by_default() {
+    let fg = Floodgate::builder().clock(ManualClock::new(T0)).build();
+    drop(fg.entry("R").enter().unwrap());
+    assert_eq!(fg.cluster_node("R").unwrap().pass_qps(), 1.0);
+    let node = fg.context_node("R", DEFAULT_CONTEXT_NAME).unwrap();
+    assert_eq!(node.pass_qps(), 0.0, "was not counting yet");
+    drop(fg.entry("R").enter().unwrap());
+    assert_eq!(node.pass_qps(), 1.0);
+    assert_eq!(node.cur_thread_num(), 0);
+}
+
+#[test]
+fn explicit_context_handles_and_children_work_off_thread() {
+    let fg = engine();
+    let ctx = fg.context("async-ctx").origin("caller");
+    let parent = ctx.entry("P").enter().unwrap();
+    let child = std::thread::scope(|s| {
+        s.spawn(|| {
+            let child = parent.child("Q").unwrap().enter().unwrap();
+            child.context_name().to_owned()
+        })
+        .join()
+        .unwrap()
+    });
+    assert_eq!(child, "async-ctx");
+    drop(parent);
+    let tree = fg.call_tree();
+    let entrance = tree
+        .children
+        .iter()
+        .find(|c| &*c.stats.name == "async-ctx")
+        .unwrap();
+    assert_eq!(&*entrance.children[0].stats.name, "P");
+    assert_eq!(&*entrance.children[0].children[0].stats.name, "Q");
+    assert!(fg.origin_node("Q", "caller").is_some());
+}
+
+#[cfg(feature = "tokio")]
+#[tokio::test]
+async fn async_entries_cross_await_points() {
+    let fg = engine();
+    let ctx = fg.context("tokio-ctx").origin("web");
+    let entry = ctx.entry("handler").enter_async().await.unwrap();
+    tokio::task::yield_now().await;
+    let inner = entry.child("db").unwrap().enter_async().await.unwrap();
+    tokio::task::yield_now().await;
+    drop(inner);
+    drop(entry);
+    assert_eq!(fg.cluster_node("db").unwrap().success_qps(), 1.0);
+    assert_eq!(fg.origin_node("handler", "web").unwrap().pass_qps(), 1.0);
+}

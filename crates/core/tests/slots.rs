@@ -1,0 +1,186 @@
+//! The slot chain: SPI registration, order, per-engine edits, blocking.
+
+use std::sync::{Arc, Mutex};
+
+use floodgate_core::{
+    BlockError, BlockKind, ExitContext, Floodgate, Hooks, ManualClock, Slot, SlotContext,
+    register_slot,
+};
+
+const T0: u64 = 1_700_000_000_000;
+
+/// Records every hook call into a shared log.
+#[derive(Debug)]
+struct Recorder {
+    name: &'static str,
+    log: Arc<Mutex<Vec<String>>>,
+    block: bool,
+}
+
+impl Recorder {
+    fn push(&self, what: &str) {
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("{}.{what}", self.name));
+    }
+}
+
+impl Slot for Recorder {
+    fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
+        self.push("entry");
+        if self.block {
+            return Err(cx.block(BlockKind::Custom));
+        }
+        Ok(())
+    }
+    fn on_pass(&self, _cx: &mut SlotContext<'_>) {
+        self.push("pass");
+    }
+    fn on_block(&self, _cx: &mut SlotContext<'_>, block: &BlockError) {
+        self.push(&format!("block({})", block.kind()));
+    }
+    fn exit(&self, _cx: &mut ExitContext<'_>) {
+        self.push("exit");
+    }
+}
+
+#[derive(Debug)]
+struct Registered;
+impl Slot for Registered {
+    fn hooks(&self) -> Hooks {
+        Hooks::ENTRY
+    }
+}
+register_slot!("test_registered", -4000, || Arc::new(Registered));
+
+fn recorder(name: &'static str, log: &Arc<Mutex<Vec<String>>>, block: bool) -> Arc<dyn Slot> {
+    Arc::new(Recorder {
+        name,
+        log: log.clone(),
+        block,
+    })
+}
+
+#[test]
+fn the_default_chain_has_sentinels_orders() {
+    let fg = Floodgate::builder().clock(ManualClock::new(T0)).build();
+    let slots = fg.slots();
+    assert_eq!(
+        &slots[..4],
+        &[
+            ("node_selector", -10000),
+            ("cluster_builder", -9000),
+            ("log", -8000),
+            ("statistic", -7000)
+        ]
+    );
+    assert!(
+        slots.contains(&("test_registered", -4000)),
+        "collected through inventory"
+    );
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(T0))
+        .remove_slot("test_registered")
+        .build();
+    assert!(!fg.slots().iter().any(|(n, _)| *n == "test_registered"));
+}
+
+#[test]
+fn custom_slots_run_in_order_and_see_the_outcome() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(T0))
+        .slot("late", -500, recorder("late", &log, false))
+        .slot("early", -6500, recorder("early", &log, false))
+        .build();
+    drop(fg.entry("R").enter().unwrap());
+    assert_eq!(
+        *log.lock().unwrap(),
+        [
+            "early.entry",
+            "late.entry",
+            "late.pass",
+            "early.pass",
+            "early.exit",
+            "late.exit"
+        ]
+    );
+}
+
+#[test]
+fn a_custom_slot_can_block_and_earlier_slots_learn_it() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(T0))
+        .slot("early", -6500, recorder("early", &log, false))
+        .slot("gate", -2500, recorder("gate", &log, true))
+        .slot("late", -500, recorder("late", &log, false))
+        .build();
+    let block = fg.entry("R").enter().unwrap_err();
+    assert_eq!(block.kind(), BlockKind::Custom);
+    assert_eq!(
+        *log.lock().unwrap(),
+        ["early.entry", "gate.entry", "early.block(custom)"],
+        "later slots never run; earlier ones see the block; no exit for a blocked entry"
+    );
+    let node = fg.cluster_node("R").unwrap();
+    assert_eq!(
+        (node.pass_qps(), node.block_qps(), node.cur_thread_num()),
+        (0.0, 1.0, 0)
+    );
+    clock_free_block_log(&fg);
+}
+
+fn clock_free_block_log(fg: &Floodgate) {
+    // The block is logged once its second is over.
+    assert!(fg.block_log().is_empty());
+}
+
+#[test]
+fn replace_keeps_the_order_and_remove_drops_the_slot() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(T0))
+        .slot("gate", -2500, recorder("gate", &log, true))
+        .replace_slot("gate", recorder("open", &log, false))
+        .build();
+    assert!(fg.entry("R").enter().is_ok());
+    assert!(fg.slots().contains(&("gate", -2500)));
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(T0))
+        .slot("gate", -2500, recorder("gate", &log, true))
+        .remove_slot("gate")
+        .build();
+    assert!(fg.entry("R").enter().is_ok());
+}
+
+#[test]
+fn blocks_are_aggregated_per_second_in_the_block_log() {
+    let dir = std::env::temp_dir().join(format!("floodgate-block-log-{}", std::process::id()));
+    let _ = std::fs::remove_file(&dir);
+    let clock = ManualClock::new(T0);
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let fg = Floodgate::builder()
+        .clock(clock.clone())
+        .block_log_file(&dir)
+        .slot("gate", -2500, recorder("gate", &log, true))
+        .build();
+    for _ in 0..3 {
+        let _ = fg.entry("R").origin("appA").enter();
+    }
+    let _ = fg.entry("R").enter();
+    assert!(fg.block_log().is_empty(), "the second is not over");
+    clock.advance(std::time::Duration::from_secs(1));
+    let lines = fg.block_log();
+    assert_eq!(
+        lines,
+        [
+            "2023-11-14 22:13:20|1|R,BlockException,default,,|1,0",
+            "2023-11-14 22:13:20|1|R,BlockException,default,appA,|3,0",
+        ]
+    );
+    let file = std::fs::read_to_string(&dir).unwrap();
+    assert_eq!(file.lines().collect::<Vec<_>>(), lines);
+    let _ = std::fs::remove_file(&dir);
+}

@@ -1,0 +1,27 @@
+# Floodgate tasks. Everything here also works with plain cargo: each recipe is one command.
+set shell := ["bash", "-Eeuo", "pipefail", "-c"]
+
+_default:
+    @just --list
+
+# Run the demo: an app guarding a resource, printing passed/blocked per second.
+demo:
+    cargo run --release --example demo
+
+# Run every test (what CI runs).
+test:
+    cargo test --workspace --all-features
+
+# Format check and clippy with warnings denied.
+lint:
+    cargo fmt --all -- --check
+    cargo clippy --workspace --all-targets --all-features -- -D warnings
+
+# Criterion benchmarks (figures go to BENCHMARKS.md).
+bench:
+    cargo bench -p floodgate-core --bench entry
+    cargo bench -p floodgate-core --bench memory
+
+# Format the code.
+fmt:
+    cargo fmt --all

@@ -1,0 +1,29 @@
+//! Floodgate: flow control, circuit breaking and adaptive protection for Rust services, in the style of
+//! Alibaba Sentinel.
+//!
+//! This facade re-exports the guard engine ([`floodgate_core`]); the agent, adapters and dashboard live in
+//! their own crates.
+//!
+//! ```
+//! use floodgate::{EntryType, Floodgate, ManualClock};
+//!
+//! let clock = ManualClock::new(1_700_000_000_000);
+//! let fg = Floodgate::builder().clock(clock.clone()).build();
+//! let entry = fg.entry("GET:/orders").entry_type(EntryType::In).enter();
+//! assert!(entry.is_ok());
+//! ```
+
+pub use floodgate_core::{
+    BlockError, BlockKind, BlockRule, CachedClock, CallTree, Clock, ClusterBuilderSlot,
+    ContextBuilder, DEFAULT_CONTEXT_NAME, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_RESOURCES,
+    DEFAULT_OCCUPY_TIMEOUT, EngineStats, Entry, EntryBuilder, EntryType, ExitContext, Floodgate,
+    FloodgateBuilder, Hooks, LogSlot, MACHINE_ROOT, ManualClock, MetricLine, NodeSelectorSlot,
+    NodeSnapshot, NodeView, ParamValue, ResourceHandle, ResourceType, SetGlobalDefaultError, Slot,
+    SlotContext, SlotRegistration, StatisticSlot, SystemClock, TOTAL_INBOUND_TRAFFIC, TreeNodeKind,
+    WindowError, entry, global, order, register_slot, set_global_default,
+};
+
+/// README's code blocks, compiled and run as doctests so the quick start stays true.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
