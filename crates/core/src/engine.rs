@@ -14,11 +14,13 @@ use crate::context::ContextBuilder;
 use crate::entry::EntryBuilder;
 use crate::entry_type::ResourceType;
 use crate::error_filter::ErrorFilter;
+use crate::flow::{DEFAULT_COLD_FACTOR, FlowRule, FlowRules, FlowStatus};
 use crate::name_index::NameIndex;
 use crate::node::{
     CallTree, ClusterNode, DefaultNode, EntranceNode, MetricLine, NodeSnapshot, NodeView,
     StatisticNode, TreeNodeKind, WindowGeometry,
 };
+use crate::rules::{RuleError, RuleFields, RuleType, parse_rule_array, to_json_array};
 use crate::slot::{BlockLog, ChainEdit, Slot, SlotChain};
 use crate::stat::WindowError;
 
@@ -85,10 +87,22 @@ pub(crate) enum Parent {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Config {
     pub(crate) geometry: WindowGeometry,
+    pub(crate) cold_factor: f64,
     pub(crate) max_resources: usize,
     pub(crate) max_contexts: usize,
     pub(crate) occupy_timeout_ms: u64,
     pub(crate) eager_context_stats: bool,
+}
+
+/// An engine setting was invalid.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    /// The window geometry.
+    #[error(transparent)]
+    Window(#[from] WindowError),
+    /// The cold factor was not a number > 1.
+    #[error("cold factor must be a number > 1, got {0}")]
+    ColdFactor(f64),
 }
 
 /// Counters about the engine itself.
@@ -112,6 +126,7 @@ pub(crate) struct Inner {
     pub(crate) errors: ErrorFilter,
     pub(crate) block_log: BlockLog,
     pub(crate) inbound: ClusterNode,
+    pub(crate) flow: FlowRules,
     inbound_name: Arc<str>,
     resources: Arena<Resource>,
     resource_index: NameIndex,
@@ -165,7 +180,7 @@ impl Inner {
             return self.resources.get(id);
         }
         let count = self.resources.iter().count();
-        if count >= self.config.max_resources && !self.chain.has_rules(name) {
+        if count >= self.config.max_resources && !self.has_rules(name) {
             self.resource_cap_hits.fetch_add(1, Ordering::Relaxed);
             return None;
         }
@@ -190,6 +205,17 @@ impl Inner {
         let id = self.resources.push(resource).ok()?;
         self.resource_index.insert_locked(name, id);
         self.resources.get(id)
+    }
+
+    /// Whether any rule names `resource` (such a resource is checked even past the resource cap).
+    fn has_rules(&self, resource: &str) -> bool {
+        self.flow.snapshot().has_rules(resource) || self.chain.has_rules(resource)
+    }
+
+    /// The cluster statistics of `resource` if it exists (never creates it).
+    pub(crate) fn existing_cluster_stats(&self, resource: &str) -> Option<&StatisticNode> {
+        let id = self.resource_index.get(resource)?;
+        Some(&self.resources.get(id)?.cluster.stats)
     }
 
     pub(crate) fn context(&self, id: u32) -> Option<&ContextData> {
@@ -414,6 +440,62 @@ impl Floodgate {
     /// A named context (Sentinel's `ContextUtil.enter`): run code in it, or start entries in it explicitly.
     pub fn context<'a>(&'a self, name: &'a str) -> ContextBuilder<'a> {
         ContextBuilder::new(&self.inner, name)
+    }
+
+    /// Loads a whole rule list of type `rule_type` from Sentinel JSON. Any invalid rule rejects the list
+    /// (the error names the rule's index, the field and why) and the rules in force stay in force.
+    ///
+    /// ```
+    /// use floodgate_core::{Floodgate, RuleType};
+    ///
+    /// let fg = Floodgate::default();
+    /// fg.load_rules_json(RuleType::Flow, r#"[{"resource":"R","count":20,"controlBehavior":1}]"#)?;
+    /// let err = fg.load_rules_json(RuleType::Flow, r#"[{"resource":"R","count":-1}]"#).unwrap_err();
+    /// assert_eq!(err.to_string(), "rule 0: `count` must be a finite number ≥ 0, got -1");
+    /// assert_eq!(fg.flow_rules().len(), 1);
+    /// # Ok::<(), floodgate_core::RuleError>(())
+    /// ```
+    pub fn load_rules_json(&self, rule_type: RuleType, json: &str) -> Result<(), RuleError> {
+        let items = parse_rule_array(json)?;
+        match rule_type {
+            RuleType::Flow => {
+                let rules = items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, m)| FlowRule::from_fields(RuleFields::new(i, m)))
+                    .collect::<Result<Vec<_>, _>>()?;
+                self.inner.flow.load(rules)
+            }
+            other => Err(RuleError::Unsupported(other)),
+        }
+    }
+
+    /// The rules in force of type `rule_type`, as Sentinel JSON.
+    pub fn rules_json(&self, rule_type: RuleType) -> String {
+        match rule_type {
+            RuleType::Flow => {
+                to_json_array(self.inner.flow.snapshot().rules().map(FlowRule::to_json))
+            }
+            _ => "[]".to_owned(),
+        }
+    }
+
+    /// Loads a whole list of flow rules (validated as [`load_rules_json`](Self::load_rules_json) does).
+    pub fn load_flow_rules(
+        &self,
+        rules: impl IntoIterator<Item = FlowRule>,
+    ) -> Result<(), RuleError> {
+        self.inner.flow.load(rules.into_iter().collect())
+    }
+
+    /// The flow rules in force, in load order.
+    pub fn flow_rules(&self) -> Vec<FlowRule> {
+        self.inner.flow.snapshot().rules().cloned().collect()
+    }
+
+    /// What each flow rule's controller is doing (warm-up tokens, pacing interval), in load order.
+    pub fn flow_status(&self) -> Vec<FlowStatus> {
+        self.inner.flow.snapshot().statuses()
     }
 
     /// The engine's clock.
@@ -685,6 +767,7 @@ impl Default for FloodgateBuilder {
             clock: None,
             config: Config {
                 geometry: WindowGeometry::DEFAULT,
+                cold_factor: DEFAULT_COLD_FACTOR,
                 max_resources: DEFAULT_MAX_RESOURCES,
                 max_contexts: DEFAULT_MAX_CONTEXTS,
                 occupy_timeout_ms: DEFAULT_OCCUPY_TIMEOUT.as_millis() as u64,
@@ -729,8 +812,18 @@ impl FloodgateBuilder {
         mut self,
         sample_count: u32,
         interval_ms: u64,
-    ) -> Result<Self, WindowError> {
+    ) -> Result<Self, ConfigError> {
         self.config.geometry = WindowGeometry::new(sample_count, interval_ms)?;
+        Ok(self)
+    }
+
+    /// The warm-up cold factor (default 3, Sentinel's `csp.sentinel.flow.cold.factor`): a cold resource
+    /// starts at `count / cold_factor`. Must be a number > 1.
+    pub fn cold_factor(mut self, cold_factor: f64) -> Result<Self, ConfigError> {
+        if !cold_factor.is_finite() || cold_factor <= 1.0 {
+            return Err(ConfigError::ColdFactor(cold_factor));
+        }
+        self.config.cold_factor = cold_factor;
         Ok(self)
     }
 
@@ -806,6 +899,7 @@ impl FloodgateBuilder {
             errors: self.errors,
             block_log: BlockLog::new(self.block_log_file),
             inbound: ClusterNode::new(config.geometry),
+            flow: FlowRules::new(config.cold_factor),
             inbound_name: Arc::from(TOTAL_INBOUND_TRAFFIC),
             resources: Arena::default(),
             resource_index: NameIndex::default(),

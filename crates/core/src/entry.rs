@@ -10,7 +10,7 @@ use crate::context::{self, EntryFrame, Placement};
 use crate::engine::{Inner, Parent, Resource};
 use crate::entry_type::{EntryType, ResourceType};
 use crate::param::ParamValue;
-use crate::slot::{ExitContext, SlotContext};
+use crate::slot::{Attachment, ExitContext, SlotContext};
 use crate::stat::current_stripe;
 
 const NANOS_PER_MILLI: u64 = 1_000_000;
@@ -182,8 +182,10 @@ impl<'a> EntryBuilder<'a> {
             origin_node_id: None,
             wait: Duration::ZERO,
             occupied: false,
+            attachments: Vec::new(),
         };
         engine.chain.entry(&mut cx)?;
+        let attachments = (!cx.attachments.is_empty()).then(|| Box::new(cx.attachments));
         let (node_id, node_counted, origin_node_id, waited) =
             (cx.node_id, cx.node_counted, cx.origin_node_id, cx.wait);
         let (frame_id, previous) = if on_thread {
@@ -197,6 +199,7 @@ impl<'a> EntryBuilder<'a> {
                 resource,
                 origin,
                 args: self.args.into_boxed_slice(),
+                attachments,
                 created_nanos: now_nanos,
                 waited_nanos: u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX),
                 previous,
@@ -224,6 +227,8 @@ struct Active<'a> {
     resource: &'a Resource,
     origin: &'a str,
     args: Box<[ParamValue<'a>]>,
+    #[allow(clippy::box_collection)] // one thin pointer keeps the entry small
+    attachments: Option<Box<Vec<Attachment>>>,
     created_nanos: u64,
     waited_nanos: u64,
     /// The entry this one replaced as the thread's current one (restored at exit).
@@ -365,6 +370,7 @@ impl Drop for Entry<'_> {
                 .cluster
                 .stats
                 .cursor(now_nanos / NANOS_PER_MILLI, stripe),
+            attachments: a.attachments.as_deref().map_or(&[], Vec::as_slice),
         };
         a.engine.chain.exit(&mut cx);
         if a.frame_id != 0 && a.thread == stripe as u32 {

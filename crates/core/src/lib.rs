@@ -42,10 +42,12 @@ mod engine;
 mod entry;
 mod entry_type;
 mod error_filter;
+mod flow;
 mod global;
 mod name_index;
 mod node;
 mod param;
+mod rules;
 mod slot;
 mod stat;
 
@@ -53,17 +55,22 @@ pub use block::{BlockError, BlockKind, BlockRule};
 pub use clock::{CachedClock, Clock, ManualClock, SystemClock};
 pub use context::ContextBuilder;
 pub use engine::{
-    DEFAULT_CONTEXT_NAME, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_RESOURCES, DEFAULT_OCCUPY_TIMEOUT,
-    EngineStats, Floodgate, FloodgateBuilder, MACHINE_ROOT, ResourceHandle, TOTAL_INBOUND_TRAFFIC,
+    ConfigError, DEFAULT_CONTEXT_NAME, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_RESOURCES,
+    DEFAULT_OCCUPY_TIMEOUT, EngineStats, Floodgate, FloodgateBuilder, MACHINE_ROOT, ResourceHandle,
+    TOTAL_INBOUND_TRAFFIC,
 };
 pub use entry::{Entry, EntryBuilder};
 pub use entry_type::{EntryType, ResourceType};
+pub use flow::{
+    ClusterFlowConfig, ControlBehavior, FlowGrade, FlowRule, FlowSlot, FlowStatus, FlowStrategy,
+};
 pub use global::{SetGlobalDefaultError, entry, global, set_global_default};
 pub use node::{CallTree, MetricLine, NodeSnapshot, NodeView, TreeNodeKind};
 pub use param::ParamValue;
+pub use rules::{RuleError, RuleType, UnknownRuleType};
 pub use slot::{
-    ClusterBuilderSlot, ExitContext, Hooks, LogSlot, NodeSelectorSlot, Slot, SlotContext,
-    SlotRegistration, StatisticSlot, order,
+    Attachment, ClusterBuilderSlot, ExitContext, Hooks, LogSlot, NodeSelectorSlot, Slot,
+    SlotContext, SlotRegistration, StatisticSlot, order,
 };
 pub use stat::WindowError;
 

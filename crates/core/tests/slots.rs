@@ -184,3 +184,33 @@ fn blocks_are_aggregated_per_second_in_the_block_log() {
     assert_eq!(file.lines().collect::<Vec<_>>(), lines);
     let _ = std::fs::remove_file(&dir);
 }
+
+/// Attaches its name at pass and checks it comes back at exit.
+#[derive(Debug)]
+struct Attaching(Arc<Mutex<Vec<String>>>);
+
+impl Slot for Attaching {
+    fn on_pass(&self, cx: &mut SlotContext<'_>) {
+        cx.attach(Arc::new(format!("probe:{}", cx.resource())));
+    }
+    fn exit(&self, cx: &mut ExitContext<'_>) {
+        for a in cx.attachments() {
+            if let Some(s) = a.downcast_ref::<String>() {
+                self.0.lock().unwrap().push(s.clone());
+            }
+        }
+    }
+}
+
+#[test]
+fn a_slot_keeps_state_with_the_entry_until_exit() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(T0))
+        .slot("attaching", -900, Arc::new(Attaching(seen.clone())))
+        .build();
+    let e = fg.entry("R").enter().unwrap();
+    assert!(seen.lock().unwrap().is_empty());
+    drop(e);
+    assert_eq!(*seen.lock().unwrap(), ["probe:R"]);
+}

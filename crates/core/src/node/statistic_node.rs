@@ -130,7 +130,6 @@ impl StatisticNode {
 
     /// Records `n` passes borrowed from the window of `future` (a prioritized entry's occupied pass): they
     /// count as passes of that window when it comes, and as occupied passes now.
-    #[allow(dead_code)] // the flow slot's prioritized path
     pub(crate) fn add_waiting(&self, at: Cursor, future: u64, n: u32) {
         if let AddOutcome::Recycled { old_tag, old_value } = self.second.add_borrowed(future, n) {
             self.fold(future, old_tag, Event::Pass, old_value);
@@ -182,7 +181,6 @@ impl StatisticNode {
     }
 
     /// Passes in the current window (not divided by the interval).
-    #[allow(dead_code)] // the flow slot's prioritized path
     pub(crate) fn pass_count(&self, now: u64) -> u64 {
         self.second.sum(now, Event::Pass)
     }
@@ -266,7 +264,6 @@ impl StatisticNode {
     /// How long a prioritized request of `acquire` must wait for enough passes to slide out of the window
     /// so that it fits under `threshold` QPS; `occupy_timeout` when it cannot within that time
     /// (Sentinel's `tryOccupyNext`).
-    #[allow(dead_code)] // the flow slot's prioritized path
     pub(crate) fn try_occupy_next(
         &self,
         now: u64,

@@ -19,6 +19,7 @@ mod log;
 mod node_selector;
 mod statistic;
 
+use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -172,7 +173,12 @@ pub struct SlotContext<'a> {
     pub(crate) origin_node_id: Option<u32>,
     pub(crate) wait: Duration,
     pub(crate) occupied: bool,
+    pub(crate) attachments: Vec<Attachment>,
 }
+
+/// State a slot keeps with an admitted entry until it exits (for example the circuit breaker whose
+/// half-open probe the entry is). Attaching allocates; entries without attachments allocate nothing.
+pub type Attachment = Arc<dyn Any + Send + Sync>;
 
 impl SlotContext<'_> {
     /// The resource's name.
@@ -250,6 +256,12 @@ impl SlotContext<'_> {
         self.wait = self.wait.saturating_add(wait);
     }
 
+    /// Keeps `attachment` with the entry; [`ExitContext::attachments`] returns it at exit. Attach only in
+    /// [`Slot::on_pass`] (an entry that is blocked never exits).
+    pub fn attach(&mut self, attachment: Attachment) {
+        self.attachments.push(attachment);
+    }
+
     /// A block of `kind` on this resource (no allocation: shares the resource name).
     pub fn block(&self, kind: BlockKind) -> BlockError {
         BlockError::new(kind, self.resource.name.clone())
@@ -274,6 +286,7 @@ pub struct ExitContext<'a> {
     pub(crate) now_ms: u64,
     pub(crate) stripe: usize,
     pub(crate) at: Cursor,
+    pub(crate) attachments: &'a [Attachment],
 }
 
 impl ExitContext<'_> {
@@ -320,5 +333,10 @@ impl ExitContext<'_> {
     /// The engine's time at exit, epoch ms.
     pub fn now_ms(&self) -> u64 {
         self.now_ms
+    }
+
+    /// What slots attached to the entry when it was admitted.
+    pub fn attachments(&self) -> &[Attachment] {
+        self.attachments
     }
 }

@@ -254,7 +254,6 @@ impl LeapArray {
     }
 
     /// Borrows `n` passes from the window containing the future time `future_t`.
-    #[allow(dead_code)] // the flow slot's prioritized path
     pub(crate) fn add_borrowed(&self, future_t: u64, n: u32) -> AddOutcome {
         let window = self.window_of(future_t);
         cell::add(&self.borrowed[self.slot(window)], window as u32, n)
@@ -390,7 +389,6 @@ impl LeapArray {
     }
 
     /// The pass count of the bucket containing `t` (0 if that bucket is absent or deprecated at `now`).
-    #[allow(dead_code)] // the flow slot's prioritized path
     pub(crate) fn window_pass(&self, now: u64, t: u64) -> u64 {
         let w = self.window_of(t);
         if self.is_deprecated(now, w * self.window_length) {

@@ -1,0 +1,317 @@
+//! The flow rules in force: an immutable snapshot behind an atomic pointer, rebuilt on load.
+//!
+//! Readers (every entry) load the snapshot without a lock and look the resource up by name. A load
+//! validates the whole list first (any invalid rule rejects it and changes nothing), then builds a new
+//! snapshot in which every rule equal to one already in force keeps that rule's controller, so its
+//! warm-up tokens and pacing survive the reload (Sentinel resets them all: FL-08). Loading the list in
+//! force is a no-op.
+
+use std::ops::Deref;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use regex::Regex;
+use rustc_hash::FxHashMap;
+
+use super::rule::{ControlBehavior, FlowGrade, FlowRule};
+use super::{
+    RejectController, ThrottlingController, WarmUpController, WarmUpRateLimiterController,
+};
+use crate::rules::RuleError;
+
+/// How a rule shapes traffic, with its state.
+#[derive(Debug)]
+pub(crate) enum Controller {
+    Reject(RejectController),
+    /// A reject rule under 1 QPS: one request per `1/count` seconds, no queueing (a one-second window
+    /// cannot express it).
+    Sparse(ThrottlingController),
+    WarmUp(WarmUpController),
+    RateLimiter(ThrottlingController),
+    WarmUpRateLimiter(WarmUpRateLimiterController),
+}
+
+impl Controller {
+    fn new(rule: &FlowRule, cold_factor: f64) -> Self {
+        let queue = Duration::from_millis(u64::from(rule.max_queueing_time_ms));
+        match (rule.grade, rule.control_behavior) {
+            (FlowGrade::Thread, _) | (FlowGrade::Qps, ControlBehavior::Reject) => {
+                if rule.grade == FlowGrade::Qps && rule.count > 0.0 && rule.count < 1.0 {
+                    Controller::Sparse(ThrottlingController::new(rule.count, Duration::ZERO))
+                } else {
+                    Controller::Reject(RejectController::new(rule.count))
+                }
+            }
+            (FlowGrade::Qps, ControlBehavior::WarmUp) => Controller::WarmUp(WarmUpController::new(
+                rule.count,
+                rule.warm_up_period_sec,
+                cold_factor,
+            )),
+            (FlowGrade::Qps, ControlBehavior::RateLimiter) => {
+                Controller::RateLimiter(ThrottlingController::new(rule.count, queue))
+            }
+            (FlowGrade::Qps, ControlBehavior::WarmUpRateLimiter) => {
+                Controller::WarmUpRateLimiter(WarmUpRateLimiterController::new(
+                    rule.count,
+                    rule.warm_up_period_sec,
+                    queue,
+                    cold_factor,
+                ))
+            }
+        }
+    }
+}
+
+/// A flow rule in force and what its controller is doing now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlowStatus {
+    /// The rule.
+    pub rule: FlowRule,
+    /// The controller: `reject`, `pacing`, `warm_up` or `warm_up_pacing`.
+    pub controller: &'static str,
+    /// Warm-up: tokens above which the rate is below `count` (Sentinel's `warningToken`).
+    pub warning_token: Option<u64>,
+    /// Warm-up: the bucket's capacity (`maxToken`).
+    pub max_token: Option<u64>,
+    /// Warm-up: how fast the allowed rate falls per token above the warning line (`slope`).
+    pub slope: Option<f64>,
+    /// Pacing: the current interval between two admissions.
+    pub interval: Option<Duration>,
+}
+
+impl FlowRuleState {
+    pub(crate) fn status(&self) -> FlowStatus {
+        let mut status = FlowStatus {
+            rule: (*self.rule).clone(),
+            controller: "reject",
+            warning_token: None,
+            max_token: None,
+            slope: None,
+            interval: None,
+        };
+        match &self.controller {
+            Controller::Reject(_) => {}
+            Controller::Sparse(c) | Controller::RateLimiter(c) => {
+                status.controller = "pacing";
+                status.interval = Some(c.interval());
+            }
+            Controller::WarmUp(c) => {
+                status.controller = "warm_up";
+                status.warning_token = Some(c.warning_token());
+                status.max_token = Some(c.max_token());
+                status.slope = Some(c.slope());
+            }
+            Controller::WarmUpRateLimiter(c) => {
+                status.controller = "warm_up_pacing";
+                status.interval = Some(c.interval());
+            }
+        }
+        status
+    }
+}
+
+/// A rule in force and its controller.
+#[derive(Debug)]
+pub(crate) struct FlowRuleState {
+    pub(crate) rule: Arc<FlowRule>,
+    pub(crate) controller: Controller,
+}
+
+/// The rules of one resource, in check order, and the origins they name.
+#[derive(Debug, Default)]
+pub(crate) struct ResourceRules {
+    pub(crate) rules: Box<[Arc<FlowRuleState>]>,
+    /// Origins named by a specific `limitApp` (what `other` excludes).
+    pub(crate) named_origins: Box<[Box<str>]>,
+}
+
+impl ResourceRules {
+    fn new(mut rules: Vec<Arc<FlowRuleState>>) -> Self {
+        // Sentinel's order: local before cluster, specific callers before `default`/`other`.
+        rules.sort_by_key(|s| {
+            (
+                s.rule.cluster_mode,
+                matches!(s.rule.limit_app.as_str(), "default" | "other"),
+            )
+        });
+        let mut named: Vec<Box<str>> = rules
+            .iter()
+            .map(|s| s.rule.limit_app.as_str())
+            .filter(|a| !matches!(*a, "default" | "other"))
+            .map(Box::from)
+            .collect();
+        named.sort();
+        named.dedup();
+        ResourceRules {
+            rules: rules.into_boxed_slice(),
+            named_origins: named.into_boxed_slice(),
+        }
+    }
+
+    /// Whether some rule of this resource names `origin` as its `limitApp`.
+    pub(crate) fn names(&self, origin: &str) -> bool {
+        self.named_origins.iter().any(|o| &**o == origin)
+    }
+}
+
+/// An immutable set of flow rules.
+#[derive(Debug, Default)]
+pub(crate) struct FlowSnapshot {
+    in_order: Vec<Arc<FlowRuleState>>,
+    exact: FxHashMap<Box<str>, ResourceRules>,
+    regex: Vec<(Regex, Arc<FlowRuleState>)>,
+    /// Resource name → exact and regex rules, filled on first sight of a name (regex rules only).
+    matched: ArcSwap<FxHashMap<Box<str>, Arc<ResourceRules>>>,
+    matched_lock: Mutex<()>,
+}
+
+/// The rules found for a resource.
+#[derive(Debug)]
+pub(crate) enum Found<'a> {
+    Exact(&'a ResourceRules),
+    Matched(Arc<ResourceRules>),
+}
+
+impl Deref for Found<'_> {
+    type Target = ResourceRules;
+
+    fn deref(&self) -> &ResourceRules {
+        match self {
+            Found::Exact(r) => r,
+            Found::Matched(r) => r,
+        }
+    }
+}
+
+impl FlowSnapshot {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.in_order.is_empty()
+    }
+
+    /// The rules that apply to `resource`.
+    #[inline]
+    pub(crate) fn rules_for(&self, resource: &str) -> Option<Found<'_>> {
+        if self.regex.is_empty() {
+            return self.exact.get(resource).map(Found::Exact);
+        }
+        if let Some(found) = self.matched.load().get(resource) {
+            return (!found.rules.is_empty()).then(|| Found::Matched(found.clone()));
+        }
+        let mut rules: Vec<Arc<FlowRuleState>> = self
+            .exact
+            .get(resource)
+            .map(|r| r.rules.to_vec())
+            .unwrap_or_default();
+        rules.extend(
+            self.regex
+                .iter()
+                .filter(|(re, _)| re.is_match(resource))
+                .map(|(_, s)| s.clone()),
+        );
+        let found = Arc::new(ResourceRules::new(rules));
+        {
+            let _guard = self.matched_lock.lock().unwrap_or_else(|e| e.into_inner());
+            let mut next = (**self.matched.load()).clone();
+            next.insert(Box::from(resource), found.clone());
+            self.matched.store(Arc::new(next));
+        }
+        (!found.rules.is_empty()).then_some(Found::Matched(found))
+    }
+
+    /// Whether some rule names `resource` (exactly or by regex).
+    pub(crate) fn has_rules(&self, resource: &str) -> bool {
+        self.exact.contains_key(resource) || self.regex.iter().any(|(re, _)| re.is_match(resource))
+    }
+
+    /// The status of every rule, in load order.
+    pub(crate) fn statuses(&self) -> Vec<FlowStatus> {
+        self.in_order.iter().map(|s| s.status()).collect()
+    }
+
+    /// The rules in load order.
+    pub(crate) fn rules(&self) -> impl Iterator<Item = &FlowRule> {
+        self.in_order.iter().map(|s| &*s.rule)
+    }
+}
+
+/// The engine's flow rules.
+#[derive(Debug)]
+pub(crate) struct FlowRules {
+    snapshot: ArcSwap<FlowSnapshot>,
+    load_lock: Mutex<()>,
+    cold_factor: f64,
+}
+
+impl FlowRules {
+    pub(crate) fn new(cold_factor: f64) -> Self {
+        FlowRules {
+            snapshot: ArcSwap::default(),
+            load_lock: Mutex::new(()),
+            cold_factor,
+        }
+    }
+
+    /// The rules in force.
+    #[inline]
+    pub(crate) fn snapshot(&self) -> arc_swap::Guard<Arc<FlowSnapshot>> {
+        self.snapshot.load()
+    }
+
+    /// Validates `rules` and puts them in force; on error nothing changes.
+    pub(crate) fn load(&self, rules: Vec<FlowRule>) -> Result<(), RuleError> {
+        for (index, rule) in rules.iter().enumerate() {
+            rule.validate(index)?;
+        }
+        let _guard = self.load_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let old = self.snapshot.load_full();
+        if old.in_order.len() == rules.len() && old.rules().zip(&rules).all(|(a, b)| a == b) {
+            return Ok(());
+        }
+        let mut unused: Vec<Option<&Arc<FlowRuleState>>> = old.in_order.iter().map(Some).collect();
+        let mut in_order = Vec::with_capacity(rules.len());
+        for rule in rules {
+            let kept = unused
+                .iter_mut()
+                .find(|s| s.is_some_and(|s| *s.rule == rule))
+                .and_then(Option::take);
+            in_order.push(match kept {
+                Some(state) => state.clone(),
+                None => Arc::new(FlowRuleState {
+                    controller: Controller::new(&rule, self.cold_factor),
+                    rule: Arc::new(rule),
+                }),
+            });
+        }
+        let mut exact: FxHashMap<Box<str>, Vec<Arc<FlowRuleState>>> = FxHashMap::default();
+        let mut regex = Vec::new();
+        for (index, state) in in_order.iter().enumerate() {
+            if state.rule.regex {
+                let re = Regex::new(&state.rule.resource).map_err(|e| {
+                    RuleError::invalid(
+                        index,
+                        "resource",
+                        format!("is not a valid regular expression: {e}"),
+                    )
+                })?;
+                regex.push((re, state.clone()));
+            } else {
+                exact
+                    .entry(Box::from(state.rule.resource.as_str()))
+                    .or_default()
+                    .push(state.clone());
+            }
+        }
+        self.snapshot.store(Arc::new(FlowSnapshot {
+            in_order,
+            exact: exact
+                .into_iter()
+                .map(|(k, v)| (k, ResourceRules::new(v)))
+                .collect(),
+            regex,
+            matched: ArcSwap::default(),
+            matched_lock: Mutex::new(()),
+        }));
+        Ok(())
+    }
+}

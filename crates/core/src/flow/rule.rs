@@ -1,0 +1,440 @@
+//! `FlowRule`: Sentinel's flow rule, every field, default and JSON name.
+
+use std::any::Any;
+
+use serde_json::{Map, Value, json};
+
+use crate::block::BlockRule;
+use crate::rules::{RuleError, RuleFields};
+
+/// What a flow rule counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum FlowGrade {
+    /// Requests in flight (JSON `0`).
+    Thread,
+    /// Admitted requests per second (JSON `1`, the default).
+    #[default]
+    Qps,
+}
+
+/// Whose statistics a flow rule reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum FlowStrategy {
+    /// The resource itself (JSON `0`).
+    #[default]
+    Direct,
+    /// Another resource's cluster node, `refResource` (JSON `1`).
+    Relate,
+    /// This resource's node in the context named `refResource`, only when entered from it (JSON `2`).
+    Chain,
+}
+
+/// What a QPS rule does with traffic over the threshold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ControlBehavior {
+    /// Reject at once (JSON `0`).
+    #[default]
+    Reject,
+    /// Token-bucket warm-up from a third of the threshold (JSON `1`).
+    WarmUp,
+    /// Uniform pacing, queueing up to `maxQueueingTimeMs` (JSON `2`).
+    RateLimiter,
+    /// Warm-up pacing (JSON `3`).
+    WarmUpRateLimiter,
+}
+
+/// Cluster flow control settings (Sentinel's `ClusterFlowConfig`). Floodgate has no token server yet, so
+/// a cluster rule is checked locally when `fallbackToLocalWhenFail` holds and passes otherwise, exactly
+/// as Sentinel does when no token service is available.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterFlowConfig {
+    /// Globally unique flow id (> 0).
+    pub flow_id: i64,
+    /// 0 average-local (threshold × clients), 1 global.
+    pub threshold_type: i32,
+    /// Check locally when the token server cannot answer (default true).
+    pub fallback_to_local_when_fail: bool,
+    /// Only 0 (normal) is valid.
+    pub strategy: i32,
+    /// Token server window sample count (default 10).
+    pub sample_count: i32,
+    /// Token server window interval (default 1000 ms; divisible by the sample count).
+    pub window_interval_ms: i32,
+    /// Concurrency token timeout (default 2000 ms).
+    pub resource_timeout: i64,
+    /// Concurrency timeout strategy (default 0).
+    pub resource_timeout_strategy: i32,
+    /// Concurrency refuse strategy (default 0).
+    pub acquire_refuse_strategy: i32,
+    /// Concurrency client offline time (default 2000 ms).
+    pub client_offline_time: i64,
+}
+
+impl Default for ClusterFlowConfig {
+    fn default() -> Self {
+        ClusterFlowConfig {
+            flow_id: 0,
+            threshold_type: 0,
+            fallback_to_local_when_fail: true,
+            strategy: 0,
+            sample_count: 10,
+            window_interval_ms: 1000,
+            resource_timeout: 2000,
+            resource_timeout_strategy: 0,
+            acquire_refuse_strategy: 0,
+            client_offline_time: 2000,
+        }
+    }
+}
+
+/// A flow rule (Sentinel's `FlowRule`).
+///
+/// ```
+/// use floodgate_core::{ControlBehavior, FlowRule};
+///
+/// let rule = FlowRule::new("GET:/orders", 20.0).control_behavior(ControlBehavior::WarmUp);
+/// assert_eq!(rule.warm_up_period_sec, 10);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlowRule {
+    /// Optional id (reported with blocks).
+    pub id: Option<i64>,
+    /// The resource (a regular expression when `regex`).
+    pub resource: String,
+    /// `default` (any caller), `other` (callers no other rule of the resource names), or one origin.
+    pub limit_app: String,
+    /// QPS or concurrency.
+    pub grade: FlowGrade,
+    /// The threshold; fractional values are valid (0.2 QPS = one pass per 5 s).
+    pub count: f64,
+    /// Which node to read.
+    pub strategy: FlowStrategy,
+    /// The related resource (RELATE) or the entrance context (CHAIN).
+    pub ref_resource: Option<String>,
+    /// Reject, warm up, or queue.
+    pub control_behavior: ControlBehavior,
+    /// Warm-up period in seconds (default 10).
+    pub warm_up_period_sec: u32,
+    /// Longest queueing wait in ms (default 500; 0 = strict pacing, no queueing).
+    pub max_queueing_time_ms: u32,
+    /// Whether the rule is a cluster rule.
+    pub cluster_mode: bool,
+    /// Cluster settings (required with `cluster_mode`).
+    pub cluster_config: Option<ClusterFlowConfig>,
+    /// Whether `resource` is a regular expression.
+    pub regex: bool,
+}
+
+impl FlowRule {
+    /// A QPS rule on `resource` with threshold `count` and Sentinel's other defaults.
+    pub fn new(resource: impl Into<String>, count: f64) -> Self {
+        FlowRule {
+            id: None,
+            resource: resource.into(),
+            limit_app: "default".to_owned(),
+            grade: FlowGrade::Qps,
+            count,
+            strategy: FlowStrategy::Direct,
+            ref_resource: None,
+            control_behavior: ControlBehavior::Reject,
+            warm_up_period_sec: 10,
+            max_queueing_time_ms: 500,
+            cluster_mode: false,
+            cluster_config: None,
+            regex: false,
+        }
+    }
+
+    /// Sets the grade.
+    pub fn grade(mut self, grade: FlowGrade) -> Self {
+        self.grade = grade;
+        self
+    }
+
+    /// Sets the caller the rule limits.
+    pub fn limit_app(mut self, limit_app: impl Into<String>) -> Self {
+        self.limit_app = limit_app.into();
+        self
+    }
+
+    /// Sets the strategy and its reference resource (or context).
+    pub fn strategy(mut self, strategy: FlowStrategy, ref_resource: impl Into<String>) -> Self {
+        self.strategy = strategy;
+        self.ref_resource = Some(ref_resource.into());
+        self
+    }
+
+    /// Sets the control behavior.
+    pub fn control_behavior(mut self, behavior: ControlBehavior) -> Self {
+        self.control_behavior = behavior;
+        self
+    }
+
+    /// Sets the warm-up period.
+    pub fn warm_up_period_sec(mut self, seconds: u32) -> Self {
+        self.warm_up_period_sec = seconds;
+        self
+    }
+
+    /// Sets the longest queueing wait.
+    pub fn max_queueing_time_ms(mut self, ms: u32) -> Self {
+        self.max_queueing_time_ms = ms;
+        self
+    }
+
+    /// Makes `resource` a regular expression.
+    pub fn regex(mut self) -> Self {
+        self.regex = true;
+        self
+    }
+
+    /// Sets the id.
+    pub fn id(mut self, id: i64) -> Self {
+        self.id = Some(id);
+        self
+    }
+
+    /// Checks the rule; `index` is its position in the list being loaded.
+    pub(crate) fn validate(&self, index: usize) -> Result<(), RuleError> {
+        let err = |field: &str, reason: String| Err(RuleError::invalid(index, field, reason));
+        if self.resource.trim().is_empty() {
+            return err("resource", "must not be blank".into());
+        }
+        if !self.count.is_finite() || self.count < 0.0 {
+            return err(
+                "count",
+                format!("must be a finite number ≥ 0, got {}", self.count),
+            );
+        }
+        if self.limit_app.trim().is_empty() {
+            return err("limitApp", "must not be blank".into());
+        }
+        if self.strategy != FlowStrategy::Direct
+            && self
+                .ref_resource
+                .as_deref()
+                .is_none_or(|r| r.trim().is_empty())
+        {
+            return err(
+                "refResource",
+                "is required for the relate and chain strategies".into(),
+            );
+        }
+        if self.grade == FlowGrade::Thread && self.control_behavior != ControlBehavior::Reject {
+            return err(
+                "controlBehavior",
+                "only QPS rules warm up or queue; concurrency rules reject".into(),
+            );
+        }
+        if matches!(
+            self.control_behavior,
+            ControlBehavior::WarmUp | ControlBehavior::WarmUpRateLimiter
+        ) && self.warm_up_period_sec == 0
+        {
+            return err("warmUpPeriodSec", "must be > 0 for warm-up".into());
+        }
+        if self.regex {
+            if let Err(e) = regex::Regex::new(&self.resource) {
+                return err(
+                    "resource",
+                    format!("is not a valid regular expression: {e}"),
+                );
+            }
+            if self.cluster_mode || self.control_behavior != ControlBehavior::Reject {
+                return err("regex", "regex rules must be local reject rules".into());
+            }
+        }
+        if self.cluster_mode {
+            let Some(c) = &self.cluster_config else {
+                return err("clusterConfig", "is required in cluster mode".into());
+            };
+            if c.flow_id <= 0 {
+                return err(
+                    "clusterConfig.flowId",
+                    format!("must be > 0, got {}", c.flow_id),
+                );
+            }
+            if !(0..=1).contains(&c.threshold_type) {
+                return err(
+                    "clusterConfig.thresholdType",
+                    format!("must be 0 or 1, got {}", c.threshold_type),
+                );
+            }
+            if c.strategy != 0 {
+                return err(
+                    "clusterConfig.strategy",
+                    format!("must be 0, got {}", c.strategy),
+                );
+            }
+            if c.sample_count <= 0
+                || c.window_interval_ms <= 0
+                || c.window_interval_ms % c.sample_count != 0
+            {
+                return err(
+                    "clusterConfig.windowIntervalMs",
+                    format!(
+                        "must be positive and divisible by sampleCount ({} / {})",
+                        c.window_interval_ms, c.sample_count
+                    ),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads a rule from Sentinel JSON.
+    pub(crate) fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {
+        let mut rule = FlowRule::new(f.string("resource")?.unwrap_or_default(), 0.0);
+        rule.id = f.integer("id")?;
+        if let Some(app) = f.string("limitApp")? {
+            if !app.trim().is_empty() {
+                rule.limit_app = app.to_owned();
+            }
+        }
+        rule.grade = match f.integer("grade")?.unwrap_or(1) {
+            0 => FlowGrade::Thread,
+            1 => FlowGrade::Qps,
+            g => return Err(f.error("grade", format!("must be 0 (thread) or 1 (QPS), got {g}"))),
+        };
+        rule.count = f.number("count")?.unwrap_or(0.0);
+        rule.strategy = match f.integer("strategy")?.unwrap_or(0) {
+            0 => FlowStrategy::Direct,
+            1 => FlowStrategy::Relate,
+            2 => FlowStrategy::Chain,
+            s => {
+                return Err(f.error(
+                    "strategy",
+                    format!("must be 0 (direct), 1 (relate) or 2 (chain), got {s}"),
+                ));
+            }
+        };
+        rule.ref_resource = f.string("refResource")?.map(str::to_owned);
+        rule.control_behavior = match f.integer("controlBehavior")?.unwrap_or(0) {
+            0 => ControlBehavior::Reject,
+            1 => ControlBehavior::WarmUp,
+            2 => ControlBehavior::RateLimiter,
+            3 => ControlBehavior::WarmUpRateLimiter,
+            b => {
+                return Err(f.error(
+                    "controlBehavior",
+                    format!(
+                        "must be 0 (reject), 1 (warm-up), 2 (rate limiter) or 3 (warm-up rate limiter), got {b}"
+                    ),
+                ));
+            }
+        };
+        let non_negative = |field: &str, v: Option<i64>, default: u32| match v {
+            None => Ok(default),
+            Some(v) => {
+                u32::try_from(v).map_err(|_| f.error(field, format!("must be ≥ 0, got {v}")))
+            }
+        };
+        rule.warm_up_period_sec =
+            non_negative("warmUpPeriodSec", f.integer("warmUpPeriodSec")?, 10)?;
+        rule.max_queueing_time_ms =
+            non_negative("maxQueueingTimeMs", f.integer("maxQueueingTimeMs")?, 500)?;
+        rule.cluster_mode = f.boolean("clusterMode")?.unwrap_or(false);
+        rule.cluster_config = f.object("clusterConfig", |c| {
+            let d = ClusterFlowConfig::default();
+            Ok(ClusterFlowConfig {
+                flow_id: c.integer("flowId")?.unwrap_or(d.flow_id),
+                threshold_type: c.int_in("thresholdType")?.unwrap_or(d.threshold_type),
+                fallback_to_local_when_fail: c
+                    .boolean("fallbackToLocalWhenFail")?
+                    .unwrap_or(d.fallback_to_local_when_fail),
+                strategy: c.int_in("strategy")?.unwrap_or(d.strategy),
+                sample_count: c.int_in("sampleCount")?.unwrap_or(d.sample_count),
+                window_interval_ms: c
+                    .int_in("windowIntervalMs")?
+                    .unwrap_or(d.window_interval_ms),
+                resource_timeout: c.integer("resourceTimeout")?.unwrap_or(d.resource_timeout),
+                resource_timeout_strategy: c
+                    .int_in("resourceTimeoutStrategy")?
+                    .unwrap_or(d.resource_timeout_strategy),
+                acquire_refuse_strategy: c
+                    .int_in("acquireRefuseStrategy")?
+                    .unwrap_or(d.acquire_refuse_strategy),
+                client_offline_time: c
+                    .integer("clientOfflineTime")?
+                    .unwrap_or(d.client_offline_time),
+            })
+        })?;
+        rule.regex = f.boolean("regex")?.unwrap_or(false);
+        rule.validate(f.index())?;
+        Ok(rule)
+    }
+
+    /// The rule as Sentinel JSON (nulls omitted).
+    pub(crate) fn to_json(&self) -> Map<String, Value> {
+        let mut m = Map::new();
+        if let Some(id) = self.id {
+            m.insert("id".into(), json!(id));
+        }
+        m.insert("resource".into(), json!(self.resource));
+        m.insert("limitApp".into(), json!(self.limit_app));
+        m.insert(
+            "grade".into(),
+            json!(match self.grade {
+                FlowGrade::Thread => 0,
+                FlowGrade::Qps => 1,
+            }),
+        );
+        m.insert("count".into(), json!(self.count));
+        m.insert(
+            "strategy".into(),
+            json!(match self.strategy {
+                FlowStrategy::Direct => 0,
+                FlowStrategy::Relate => 1,
+                FlowStrategy::Chain => 2,
+            }),
+        );
+        if let Some(r) = &self.ref_resource {
+            m.insert("refResource".into(), json!(r));
+        }
+        m.insert(
+            "controlBehavior".into(),
+            json!(match self.control_behavior {
+                ControlBehavior::Reject => 0,
+                ControlBehavior::WarmUp => 1,
+                ControlBehavior::RateLimiter => 2,
+                ControlBehavior::WarmUpRateLimiter => 3,
+            }),
+        );
+        m.insert("warmUpPeriodSec".into(), json!(self.warm_up_period_sec));
+        m.insert("maxQueueingTimeMs".into(), json!(self.max_queueing_time_ms));
+        m.insert("clusterMode".into(), json!(self.cluster_mode));
+        if let Some(c) = &self.cluster_config {
+            m.insert(
+                "clusterConfig".into(),
+                json!({
+                    "flowId": c.flow_id,
+                    "thresholdType": c.threshold_type,
+                    "fallbackToLocalWhenFail": c.fallback_to_local_when_fail,
+                    "strategy": c.strategy,
+                    "sampleCount": c.sample_count,
+                    "windowIntervalMs": c.window_interval_ms,
+                    "resourceTimeout": c.resource_timeout,
+                    "resourceTimeoutStrategy": c.resource_timeout_strategy,
+                    "acquireRefuseStrategy": c.acquire_refuse_strategy,
+                    "clientOfflineTime": c.client_offline_time,
+                }),
+            );
+        }
+        m.insert("regex".into(), json!(self.regex));
+        m
+    }
+}
+
+impl BlockRule for FlowRule {
+    fn id(&self) -> Option<i64> {
+        self.id
+    }
+
+    fn limit_app(&self) -> &str {
+        &self.limit_app
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

@@ -1,0 +1,180 @@
+//! FlowSlot (−2000): every flow rule of the resource must pass.
+//!
+//! For each rule the slot picks the node whose statistics the rule reads (Sentinel's
+//! `selectNodeByRequesterAndStrategy`), with the caller's origin:
+//!
+//! 1. `limitApp` equals the origin (a specific caller): DIRECT reads the origin node;
+//! 2. `limitApp` is `default`: DIRECT reads the resource's cluster node;
+//! 3. `limitApp` is `other` and no rule of the resource names the origin: DIRECT reads the origin node;
+//! 4. otherwise the rule does not apply (passes).
+//!
+//! A RELATE rule reads the cluster node of `refResource` instead (passes if it was never entered); a
+//! CHAIN rule reads the resource's node in the current context, and applies only when the context's name
+//! is `refResource`. Then the rule's controller decides. A cluster rule is checked locally when it falls
+//! back to local on failure, and passes otherwise (no token server is configured).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::decision::Decision;
+use super::manager::{Controller, FlowRuleState, ResourceRules};
+use super::rule::{FlowGrade, FlowStrategy};
+use crate::block::{BlockError, BlockKind, BlockRule};
+use crate::node::StatisticNode;
+use crate::slot::{Hooks, Slot, SlotContext, order};
+
+/// Sentinel's `FlowSlot`.
+#[derive(Debug, Default)]
+pub struct FlowSlot;
+
+impl Slot for FlowSlot {
+    #[inline]
+    fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
+        let snapshot = cx.engine.flow.snapshot();
+        if snapshot.is_empty() {
+            return Ok(());
+        }
+        let Some(found) = snapshot.rules_for(cx.resource()) else {
+            return Ok(());
+        };
+        for state in found.rules.iter() {
+            check(cx, state, &found)?;
+        }
+        Ok(())
+    }
+
+    fn hooks(&self) -> Hooks {
+        Hooks::ENTRY
+    }
+}
+
+crate::register_slot!("flow", order::FLOW, || Arc::new(FlowSlot));
+
+fn block(cx: &SlotContext<'_>, state: &FlowRuleState) -> BlockError {
+    cx.block(BlockKind::Flow)
+        .with_rule(state.rule.clone() as Arc<dyn BlockRule>)
+}
+
+#[inline]
+fn check(
+    cx: &mut SlotContext<'_>,
+    state: &FlowRuleState,
+    all: &ResourceRules,
+) -> Result<(), BlockError> {
+    let rule = &*state.rule;
+    if rule.cluster_mode
+        && !rule
+            .cluster_config
+            .as_ref()
+            .is_some_and(|c| c.fallback_to_local_when_fail)
+    {
+        return Ok(());
+    }
+    let Some(node) = select_node(cx, state, all) else {
+        return Ok(());
+    };
+    let (now, acquire) = (cx.now_ms, cx.count);
+    let decision = match &state.controller {
+        Controller::Reject(c) => {
+            let used = match rule.grade {
+                FlowGrade::Thread => node.cur_thread_num() as f64,
+                FlowGrade::Qps => node.pass_qps(now).trunc(),
+            };
+            if c.can_pass(used, acquire) {
+                Decision::PASS_NOW
+            } else if cx.prioritized && rule.grade == FlowGrade::Qps {
+                let timeout = cx.engine.config.occupy_timeout_ms;
+                let wait = node.try_occupy_next(now, acquire, rule.count, timeout);
+                if wait < timeout {
+                    node.add_waiting(cx.at, now + wait, acquire);
+                    cx.occupied = true;
+                    Decision::Pass {
+                        wait: Duration::from_millis(wait),
+                    }
+                } else {
+                    Decision::Block
+                }
+            } else {
+                Decision::Block
+            }
+        }
+        Controller::Sparse(c) | Controller::RateLimiter(c) => c.try_acquire(cx.now_nanos, acquire),
+        Controller::WarmUp(c) => {
+            if c.can_pass(
+                now,
+                node.pass_qps(now),
+                node.previous_pass_qps(now),
+                acquire,
+            ) {
+                Decision::PASS_NOW
+            } else {
+                Decision::Block
+            }
+        }
+        Controller::WarmUpRateLimiter(c) => {
+            c.try_acquire(cx.now_nanos, node.previous_pass_qps(now), acquire)
+        }
+    };
+    match decision {
+        Decision::Pass { wait } => {
+            if !wait.is_zero() {
+                cx.add_wait(wait);
+            }
+            Ok(())
+        }
+        Decision::Block => Err(block(cx, state)),
+    }
+}
+
+/// The node a rule reads for this entry, or `None` when the rule does not apply.
+fn select_node<'c>(
+    cx: &'c SlotContext<'_>,
+    state: &FlowRuleState,
+    all: &ResourceRules,
+) -> Option<&'c StatisticNode> {
+    let rule = &*state.rule;
+    let origin = cx.origin;
+    let limit_app = rule.limit_app.as_str();
+    let direct = rule.strategy == FlowStrategy::Direct;
+    let specific = !matches!(limit_app, "default" | "other");
+    if specific && limit_app == origin && !origin.is_empty() {
+        return if direct {
+            origin_node(cx)
+        } else {
+            reference_node(cx, state)
+        };
+    }
+    if limit_app == "default" {
+        return if direct {
+            Some(&cx.resource.cluster.stats)
+        } else {
+            reference_node(cx, state)
+        };
+    }
+    if limit_app == "other" && !origin.is_empty() && !all.names(origin) {
+        return if direct {
+            origin_node(cx)
+        } else {
+            reference_node(cx, state)
+        };
+    }
+    None
+}
+
+fn origin_node<'c>(cx: &'c SlotContext<'_>) -> Option<&'c StatisticNode> {
+    cx.engine.origin_node(cx.origin_node_id?)
+}
+
+fn reference_node<'c>(cx: &'c SlotContext<'_>, state: &FlowRuleState) -> Option<&'c StatisticNode> {
+    let reference = state.rule.ref_resource.as_deref()?;
+    match state.rule.strategy {
+        FlowStrategy::Relate => cx.engine.existing_cluster_stats(reference),
+        FlowStrategy::Chain => {
+            if cx.context_name() != reference {
+                return None;
+            }
+            Some(cx.engine.default_node(cx.node_id?)?.stats())
+        }
+        FlowStrategy::Direct => None,
+    }
+}

@@ -1,0 +1,220 @@
+//! Reading and writing Sentinel's rule JSON field by field, so that every error names its field.
+
+use serde_json::{Map, Value};
+
+use super::RuleError;
+
+/// Parses `json` as an array of objects (`null` or empty text is an empty list).
+pub(crate) fn parse_rule_array(json: &str) -> Result<Vec<Map<String, Value>>, RuleError> {
+    if json.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let value: Value = serde_json::from_str(json).map_err(|e| RuleError::Json(e.to_string()))?;
+    let items = match value {
+        Value::Null => return Ok(Vec::new()),
+        Value::Array(items) => items,
+        _ => return Err(RuleError::NotAnArray),
+    };
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(index, item)| match item {
+            Value::Object(map) => Ok(map),
+            _ => Err(RuleError::invalid(index, "(rule)", "must be a JSON object")),
+        })
+        .collect()
+}
+
+/// Writes rules as a JSON array.
+pub(crate) fn to_json_array(rules: impl IntoIterator<Item = Map<String, Value>>) -> String {
+    Value::Array(rules.into_iter().map(Value::Object).collect()).to_string()
+}
+
+/// The fields of one rule object, read with errors that carry the rule's index and the field's path.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RuleFields<'a> {
+    index: usize,
+    prefix: &'a str,
+    map: &'a Map<String, Value>,
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+impl<'a> RuleFields<'a> {
+    pub(crate) fn new(index: usize, map: &'a Map<String, Value>) -> Self {
+        RuleFields {
+            index,
+            prefix: "",
+            map,
+        }
+    }
+
+    /// The rule's index in its list.
+    pub(crate) fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The full path of `field` (with the prefix of a nested object).
+    pub(crate) fn path(&self, field: &str) -> String {
+        if self.prefix.is_empty() {
+            field.to_owned()
+        } else {
+            format!("{}.{field}", self.prefix)
+        }
+    }
+
+    /// An error about `field` of this rule.
+    pub(crate) fn error(&self, field: &str, reason: impl Into<String>) -> RuleError {
+        RuleError::Invalid {
+            index: self.index,
+            field: self.path(field),
+            reason: reason.into(),
+        }
+    }
+
+    fn get(&self, field: &str) -> Option<&'a Value> {
+        self.map.get(field).filter(|v| !v.is_null())
+    }
+
+    /// A string field; `None` when absent or null.
+    pub(crate) fn string(&self, field: &str) -> Result<Option<&'a str>, RuleError> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(v) => Err(self.error(field, format!("must be a string, got {}", kind(v)))),
+        }
+    }
+
+    /// A number field (`20` or `20.0`).
+    pub(crate) fn number(&self, field: &str) -> Result<Option<f64>, RuleError> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(Value::Number(n)) => n
+                .as_f64()
+                .map(Some)
+                .ok_or_else(|| self.error(field, "is not a representable number")),
+            Some(v) => Err(self.error(field, format!("must be a number, got {}", kind(v)))),
+        }
+    }
+
+    /// A whole-number field (`10` or `10.0`).
+    pub(crate) fn integer(&self, field: &str) -> Result<Option<i64>, RuleError> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(Value::Number(n)) => {
+                if let Some(i) = n.as_i64() {
+                    return Ok(Some(i));
+                }
+                match n.as_f64() {
+                    Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Ok(Some(f as i64)),
+                    _ => Err(self.error(field, format!("must be a whole number, got {n}"))),
+                }
+            }
+            Some(v) => Err(self.error(field, format!("must be a whole number, got {}", kind(v)))),
+        }
+    }
+
+    /// A whole-number field that must fit `T`.
+    pub(crate) fn int_in<T: TryFrom<i64>>(&self, field: &str) -> Result<Option<T>, RuleError> {
+        match self.integer(field)? {
+            None => Ok(None),
+            Some(i) => T::try_from(i)
+                .map(Some)
+                .map_err(|_| self.error(field, format!("is out of range: {i}"))),
+        }
+    }
+
+    /// A boolean field.
+    pub(crate) fn boolean(&self, field: &str) -> Result<Option<bool>, RuleError> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(v) => Err(self.error(field, format!("must be true or false, got {}", kind(v)))),
+        }
+    }
+
+    /// A nested object, read with `field` as the prefix of its fields' paths.
+    pub(crate) fn object<R>(
+        &self,
+        field: &'a str,
+        read: impl FnOnce(RuleFields<'_>) -> Result<R, RuleError>,
+    ) -> Result<Option<R>, RuleError> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(Value::Object(map)) => {
+                let prefix = self.path(field);
+                read(RuleFields {
+                    index: self.index,
+                    prefix: &prefix,
+                    map,
+                })
+                .map(Some)
+            }
+            Some(v) => Err(self.error(field, format!("must be an object, got {}", kind(v)))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(json: &str) -> Map<String, Value> {
+        parse_rule_array(json).unwrap().remove(0)
+    }
+
+    #[test]
+    fn numbers_accept_integers_and_floats() {
+        let m = one(r#"[{"count":20,"c2":20.0,"w":10.0,"bad":10.5,"s":"x"}]"#);
+        let f = RuleFields::new(0, &m);
+        assert_eq!(f.number("count").unwrap(), Some(20.0));
+        assert_eq!(f.number("c2").unwrap(), Some(20.0));
+        assert_eq!(f.integer("w").unwrap(), Some(10));
+        assert_eq!(
+            f.integer("bad").unwrap_err().to_string(),
+            "rule 0: `bad` must be a whole number, got 10.5"
+        );
+        assert_eq!(
+            f.number("s").unwrap_err().to_string(),
+            "rule 0: `s` must be a number, got a string"
+        );
+        assert_eq!(f.number("missing").unwrap(), None);
+    }
+
+    #[test]
+    fn nested_fields_carry_their_path() {
+        let m = one(r#"[{"clusterConfig":{"flowId":"x"}}]"#);
+        let f = RuleFields::new(3, &m);
+        let err = f
+            .object("clusterConfig", |c| c.integer("flowId"))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "rule 3: `clusterConfig.flowId` must be a whole number, got a string"
+        );
+    }
+
+    #[test]
+    fn lists_must_be_arrays_of_objects() {
+        assert_eq!(parse_rule_array("{}").unwrap_err(), RuleError::NotAnArray);
+        assert!(matches!(
+            parse_rule_array("[1]").unwrap_err(),
+            RuleError::Invalid { index: 0, .. }
+        ));
+        assert!(matches!(
+            parse_rule_array("[").unwrap_err(),
+            RuleError::Json(_)
+        ));
+        assert!(parse_rule_array("null").unwrap().is_empty());
+        assert!(parse_rule_array("  ").unwrap().is_empty());
+    }
+}

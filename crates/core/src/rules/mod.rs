@@ -1,0 +1,133 @@
+//! What every rule kind shares: the [`RuleType`] names, the [`RuleError`] that names the bad rule and
+//! field, and the readers that turn Sentinel's JSON into typed rules.
+//!
+//! Rules are loaded as a whole list. Any invalid rule rejects the list (the error names its index, the
+//! field and why) and the rules in force stay in force; Sentinel silently drops invalid rules instead.
+//! The JSON is Sentinel's (fastjson-compatible): camelCase names, `20` and `20.0` both accepted for
+//! numbers, unknown fields ignored on input, nulls omitted on output.
+
+mod json;
+
+use std::fmt;
+use std::str::FromStr;
+
+use thiserror::Error;
+
+pub(crate) use json::{RuleFields, parse_rule_array, to_json_array};
+
+/// The kinds of rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RuleType {
+    /// Flow rules: QPS and concurrency limits, warm-up, rate limiting.
+    Flow,
+    /// Degrade rules: circuit breakers.
+    Degrade,
+    /// System rules: adaptive protection of the whole process.
+    System,
+    /// Authority rules: white and black lists of callers.
+    Authority,
+    /// Hot-parameter rules.
+    ParamFlow,
+}
+
+impl RuleType {
+    /// Every rule type.
+    pub const ALL: [RuleType; 5] = [
+        RuleType::Flow,
+        RuleType::Degrade,
+        RuleType::System,
+        RuleType::Authority,
+        RuleType::ParamFlow,
+    ];
+
+    /// Sentinel's name for the type (the `type` parameter of `getRules`/`setRules`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleType::Flow => "flow",
+            RuleType::Degrade => "degrade",
+            RuleType::System => "system",
+            RuleType::Authority => "authority",
+            RuleType::ParamFlow => "paramFlow",
+        }
+    }
+}
+
+impl fmt::Display for RuleType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The name was not a rule type.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("unknown rule type `{0}`")]
+pub struct UnknownRuleType(pub String);
+
+impl FromStr for RuleType {
+    type Err = UnknownRuleType;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "flow" => Ok(RuleType::Flow),
+            "degrade" => Ok(RuleType::Degrade),
+            "system" => Ok(RuleType::System),
+            "authority" => Ok(RuleType::Authority),
+            "paramFlow" | "param-flow" | "param_flow" | "paramflow" => Ok(RuleType::ParamFlow),
+            other => Err(UnknownRuleType(other.to_owned())),
+        }
+    }
+}
+
+/// A rule list was rejected; the rules in force did not change.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum RuleError {
+    /// The text was not JSON.
+    #[error("invalid JSON: {0}")]
+    Json(String),
+    /// The JSON was not an array of rules.
+    #[error("rules must be a JSON array of objects")]
+    NotAnArray,
+    /// A rule was invalid.
+    #[error("rule {index}: `{field}` {reason}")]
+    Invalid {
+        /// The rule's position in the list (from 0).
+        index: usize,
+        /// The field at fault (`clusterConfig.flowId` for a nested one).
+        field: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// This engine does not handle the rule type.
+    #[error("{0} rules are not supported by this engine")]
+    Unsupported(RuleType),
+}
+
+impl RuleError {
+    /// An invalid-rule error.
+    pub(crate) fn invalid(index: usize, field: &str, reason: impl Into<String>) -> Self {
+        RuleError::Invalid {
+            index,
+            field: field.to_owned(),
+            reason: reason.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rule_types_round_trip_their_names() {
+        for t in RuleType::ALL {
+            assert_eq!(t.as_str().parse::<RuleType>(), Ok(t));
+        }
+        assert!("nope".parse::<RuleType>().is_err());
+    }
+
+    #[test]
+    fn errors_name_the_rule_and_field() {
+        let e = RuleError::invalid(2, "count", "must be ≥ 0, got -1");
+        assert_eq!(e.to_string(), "rule 2: `count` must be ≥ 0, got -1");
+    }
+}

@@ -1,0 +1,540 @@
+//! Flow rules end to end on a ManualClock: controllers with Sentinel's numbers, node selection,
+//! strategies, prioritized borrowing, reloads and validation.
+
+use std::time::Duration;
+
+use floodgate_core::{
+    BlockKind, ControlBehavior, Entry, EntryType, Floodgate, FlowGrade, FlowRule, FlowStrategy,
+    ManualClock, RuleError, RuleType,
+};
+
+const T0: u64 = 1_700_000_000_000;
+
+fn engine() -> (ManualClock, Floodgate) {
+    let clock = ManualClock::new(T0);
+    (clock.clone(), Floodgate::builder().clock(clock).build())
+}
+
+fn load(fg: &Floodgate, json: &str) {
+    fg.load_rules_json(RuleType::Flow, json)
+        .expect("valid rules");
+}
+
+/// Enters `resource` `n` times at the current instant, exiting at once; returns how many passed.
+fn burst(fg: &Floodgate, resource: &str, n: usize) -> usize {
+    (0..n)
+        .filter(|_| fg.entry(resource).enter().is_ok())
+        .count()
+}
+
+#[test]
+fn qps_reject_admits_count_per_window() {
+    let (clock, fg) = engine();
+    load(&fg, r#"[{"resource":"R","count":5}]"#);
+    assert_eq!(burst(&fg, "R", 8), 5);
+    let block = fg.entry("R").enter().unwrap_err();
+    assert_eq!(block.kind(), BlockKind::Flow);
+    assert_eq!(block.rule_as::<FlowRule>().map(|r| r.count), Some(5.0));
+    // The passes stay in the 2 × 500 ms window for one second.
+    clock.advance(Duration::from_millis(999));
+    assert_eq!(burst(&fg, "R", 8), 0);
+    clock.advance(Duration::from_millis(1));
+    assert_eq!(burst(&fg, "R", 8), 5);
+}
+
+#[test]
+fn batch_acquire_counts_permits() {
+    let (_clock, fg) = engine();
+    load(&fg, r#"[{"resource":"R","count":10}]"#);
+    let passed = (0..5)
+        .filter(|_| fg.entry("R").count(4).enter().is_ok())
+        .count();
+    assert_eq!(passed, 2, "4 + 4 = 8 fits, 12 does not");
+    assert!(fg.entry("R").count(2).enter().is_ok());
+}
+
+#[test]
+fn fractional_and_zero_counts() {
+    let (clock, fg) = engine();
+    load(
+        &fg,
+        r#"[{"resource":"half","count":2.5},{"resource":"sparse","count":0.2},{"resource":"zero","count":0}]"#,
+    );
+    assert_eq!(burst(&fg, "half", 5), 2, "used + 1 ≤ 2.5");
+    assert_eq!(burst(&fg, "zero", 5), 0);
+    assert!(
+        fg.entry("zero").count(0).enter().is_ok(),
+        "no permits asked"
+    );
+    // 0.2 QPS: one pass per 5 s.
+    assert_eq!(burst(&fg, "sparse", 3), 1);
+    let mut passes = Vec::new();
+    for _ in 0..20 {
+        clock.advance(Duration::from_secs(1));
+        passes.push(burst(&fg, "sparse", 3));
+    }
+    assert_eq!(passes.iter().sum::<usize>(), 4, "{passes:?}");
+    assert_eq!(passes[4], 1, "the next pass comes 5 s after the first");
+}
+
+#[test]
+fn thread_grade_limits_concurrency() {
+    let (_clock, fg) = engine();
+    load(&fg, r#"[{"resource":"R","grade":0,"count":2}]"#);
+    let a = fg.entry("R").enter().unwrap();
+    let b = fg.entry("R").enter().unwrap();
+    assert!(fg.entry("R").enter().is_err(), "in flight 2 + 1 > 2");
+    drop(a);
+    let c = fg.entry("R").enter().unwrap();
+    drop((b, c));
+    assert_eq!(fg.cluster_node("R").unwrap().cur_thread_num(), 0);
+}
+
+#[test]
+fn relate_reads_the_related_resource() {
+    let (_clock, fg) = engine();
+    load(
+        &fg,
+        r#"[{"resource":"write","count":3,"strategy":1,"refResource":"read"}]"#,
+    );
+    assert_eq!(
+        burst(&fg, "write", 5),
+        5,
+        "read was never entered: the rule passes"
+    );
+    burst(&fg, "read", 3);
+    assert!(fg.entry("write").enter().is_err(), "read is at 3 QPS");
+}
+
+#[test]
+fn chain_applies_only_in_its_context() {
+    let (_clock, fg) = engine();
+    load(
+        &fg,
+        r#"[{"resource":"R","count":1,"strategy":2,"refResource":"entranceA"}]"#,
+    );
+    fg.context("entranceA").run(|| {
+        assert!(fg.entry("R").enter().is_ok());
+        assert!(fg.entry("R").enter().is_err());
+    });
+    fg.context("entranceB")
+        .run(|| assert_eq!(burst(&fg, "R", 5), 5));
+    assert_eq!(burst(&fg, "R", 5), 5, "default context");
+}
+
+#[test]
+fn limit_app_default_other_and_specific() {
+    let (_clock, fg) = engine();
+    load(
+        &fg,
+        r#"[{"resource":"R","limitApp":"other","count":2},{"resource":"R","limitApp":"appA","count":1}]"#,
+    );
+    let from = |origin: &'static str, n| {
+        (0..n)
+            .filter(|_| fg.entry("R").origin(origin).enter().is_ok())
+            .count()
+    };
+    assert_eq!(from("appA", 5), 1, "its own rule");
+    assert_eq!(from("appB", 5), 2, "`other`: appB is named by no rule");
+    assert_eq!(from("appC", 5), 2, "each other origin has its own node");
+    assert_eq!(burst(&fg, "R", 5), 5, "no origin: no rule applies");
+
+    let (_clock, fg) = engine();
+    load(&fg, r#"[{"resource":"R","limitApp":"default","count":3}]"#);
+    assert_eq!(
+        (0..5)
+            .filter(|i| fg
+                .entry("R")
+                .origin(if i % 2 == 0 { "a" } else { "b" })
+                .enter()
+                .is_ok())
+            .count(),
+        3,
+        "default counts every caller together"
+    );
+}
+
+#[test]
+fn all_rules_must_pass() {
+    let (_clock, fg) = engine();
+    load(
+        &fg,
+        r#"[{"resource":"R","count":5},{"resource":"R","count":3}]"#,
+    );
+    assert_eq!(burst(&fg, "R", 10), 3);
+}
+
+#[test]
+fn prioritized_entries_borrow_the_next_window() {
+    let (clock, fg) = engine();
+    load(&fg, r#"[{"resource":"R","count":10}]"#);
+    clock.set(T0 + 100);
+    assert_eq!(burst(&fg, "R", 4), 4);
+    clock.set(T0 + 600);
+    assert_eq!(burst(&fg, "R", 6), 6);
+    clock.set(T0 + 700);
+    assert!(fg.entry("R").enter().is_err(), "full");
+    let e = fg
+        .entry("R")
+        .prioritized()
+        .enter()
+        .expect("borrows from [1000, 1500)");
+    assert_eq!(
+        e.waited(),
+        Duration::from_millis(300),
+        "until the bucket of 4 slides out"
+    );
+    drop(e);
+    let node = fg.cluster_node("R").unwrap();
+    assert_eq!(node.waiting(), 1);
+    assert_eq!(node.occupied_pass_qps(), 1.0);
+    // The borrowed pass counts in its window when it comes.
+    clock.set(T0 + 1000);
+    assert_eq!(node.pass_qps(), 7.0, "6 from [500, 1000) + 1 borrowed");
+    assert_eq!(burst(&fg, "R", 10), 3);
+}
+
+#[test]
+fn prioritized_gives_up_past_the_occupy_timeout() {
+    let (clock, fg) = engine();
+    load(&fg, r#"[{"resource":"R","count":10}]"#);
+    clock.set(T0 + 100);
+    burst(&fg, "R", 10);
+    clock.set(T0 + 200);
+    // The full bucket [0, 500) frees at 1000: 800 ms away, past the 500 ms occupy timeout.
+    assert!(fg.entry("R").prioritized().enter().is_err());
+}
+
+#[test]
+fn rate_limiter_queues_with_sentinels_numbers() {
+    let (_clock, fg) = engine();
+    load(
+        &fg,
+        r#"[{"resource":"R","count":10,"controlBehavior":2,"maxQueueingTimeMs":500}]"#,
+    );
+    let mut waits = Vec::new();
+    let mut entries: Vec<Entry<'_>> = Vec::new();
+    for _ in 0..10 {
+        match fg.entry("R").enter() {
+            Ok(e) => {
+                waits.push(e.waited().as_millis());
+                entries.push(e);
+            }
+            Err(_) => waits.push(u128::MAX),
+        }
+    }
+    assert_eq!(
+        &waits[..6],
+        &[0, 100, 200, 300, 400, 500],
+        "a wait equal to the limit is admitted"
+    );
+    assert!(
+        waits[6..].iter().all(|w| *w == u128::MAX),
+        "the 7th is the first rejected"
+    );
+}
+
+#[test]
+fn rate_limiter_idle_time_earns_no_burst() {
+    let (clock, fg) = engine();
+    load(
+        &fg,
+        r#"[{"resource":"R","count":10,"controlBehavior":2,"maxQueueingTimeMs":0}]"#,
+    );
+    assert!(fg.entry("R").enter().is_ok());
+    assert!(
+        fg.entry("R").enter().is_err(),
+        "strict pacing: 0 means no queue, not no limit"
+    );
+    clock.advance(Duration::from_secs(60));
+    assert!(fg.entry("R").enter().is_ok());
+    assert!(
+        fg.entry("R").enter().is_err(),
+        "a minute idle still admits one at once"
+    );
+    clock.advance(Duration::from_millis(100));
+    assert!(fg.entry("R").enter().is_ok());
+}
+
+/// Saturating load (10 requests every 10 ms) for `seconds`; passes per second.
+fn saturate(clock: &ManualClock, fg: &Floodgate, resource: &str, seconds: u64) -> Vec<usize> {
+    let mut out = Vec::new();
+    for _ in 0..seconds {
+        let mut passed = 0;
+        for _ in 0..100 {
+            passed += burst(fg, resource, 10);
+            clock.advance(Duration::from_millis(10));
+        }
+        out.push(passed);
+    }
+    out
+}
+
+#[test]
+fn warm_up_ramps_with_sentinels_sequence() {
+    let (clock, fg) = engine();
+    load(
+        &fg,
+        r#"[{"resource":"R","count":20,"controlBehavior":1,"warmUpPeriodSec":10}]"#,
+    );
+    let status = &fg.flow_status()[0];
+    assert_eq!(
+        (status.warning_token, status.max_token, status.slope),
+        (Some(100), Some(200), Some(0.001))
+    );
+    let passes = saturate(&clock, &fg, "R", 16);
+    assert_eq!(
+        passes,
+        [6, 6, 7, 7, 8, 8, 9, 10, 11, 12, 15, 19, 20, 20, 20, 20],
+        "6 in the first second, 20 from the 13th (FL-07)"
+    );
+    // Idle a minute: cold again.
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(saturate(&clock, &fg, "R", 1), [6]);
+}
+
+#[test]
+fn an_unchanged_rule_keeps_its_state_across_a_reload() {
+    let (clock, fg) = engine();
+    let warm = r#"{"resource":"R","count":20,"controlBehavior":1,"warmUpPeriodSec":10}"#;
+    load(&fg, &format!("[{warm}]"));
+    saturate(&clock, &fg, "R", 14);
+    load(
+        &fg,
+        &format!(r#"[{warm},{{"resource":"other","count":1}}]"#),
+    );
+    assert_eq!(
+        saturate(&clock, &fg, "R", 2),
+        [20, 20],
+        "still warm after an unrelated push"
+    );
+    // Loading the identical list is a no-op.
+    load(
+        &fg,
+        &format!(r#"[{warm},{{"resource":"other","count":1}}]"#),
+    );
+    assert_eq!(saturate(&clock, &fg, "R", 1), [20]);
+    // A changed rule starts cold.
+    load(
+        &fg,
+        r#"[{"resource":"R","count":20,"controlBehavior":1,"warmUpPeriodSec":11}]"#,
+    );
+    assert!(saturate(&clock, &fg, "R", 1)[0] < 10);
+}
+
+#[test]
+fn rate_limiter_pacing_survives_a_reload() {
+    let (_clock, fg) = engine();
+    let rule = r#"{"resource":"R","count":1,"controlBehavior":2,"maxQueueingTimeMs":0}"#;
+    load(&fg, &format!("[{rule}]"));
+    assert!(fg.entry("R").enter().is_ok());
+    load(&fg, &format!(r#"[{rule},{{"resource":"x","count":1}}]"#));
+    assert!(
+        fg.entry("R").enter().is_err(),
+        "no extra pass after a reload (FL-08)"
+    );
+}
+
+#[test]
+fn regex_rules_match_resource_names() {
+    let (_clock, fg) = engine();
+    load(
+        &fg,
+        r#"[{"resource":"GET:/api/.*","count":1,"regex":true}]"#,
+    );
+    assert_eq!(burst(&fg, "GET:/api/a", 3), 1);
+    assert_eq!(
+        burst(&fg, "GET:/api/b", 3),
+        1,
+        "each resource is limited on its own node"
+    );
+    assert_eq!(burst(&fg, "POST:/other", 3), 3);
+}
+
+#[test]
+fn a_ruled_resource_past_the_cap_is_still_checked() {
+    let clock = ManualClock::new(T0);
+    let fg = Floodgate::builder().clock(clock).max_resources(1).build();
+    load(&fg, r#"[{"resource":"ruled","count":1}]"#);
+    burst(&fg, "first", 1);
+    assert_eq!(burst(&fg, "free", 3), 3);
+    assert_eq!(burst(&fg, "ruled", 3), 1, "never fail open");
+}
+
+#[test]
+fn json_round_trips_sentinel_names() {
+    let (_clock, fg) = engine();
+    load(
+        &fg,
+        r#"[{"resource":"R","count":20.0,"grade":1,"controlBehavior":1,"unknownField":true,"id":7,"refResource":null}]"#,
+    );
+    let json: serde_json::Value = serde_json::from_str(&fg.rules_json(RuleType::Flow)).unwrap();
+    let rule = &json[0];
+    assert_eq!(rule["resource"], "R");
+    assert_eq!(rule["count"], 20.0);
+    assert_eq!(rule["limitApp"], "default");
+    assert_eq!(rule["warmUpPeriodSec"], 10);
+    assert_eq!(rule["maxQueueingTimeMs"], 500);
+    assert_eq!(rule["id"], 7);
+    assert!(rule.get("refResource").is_none(), "nulls are omitted");
+    assert!(rule.get("unknownField").is_none());
+    // Loading the output again is the same rule list.
+    let before = fg.flow_rules();
+    load(&fg, &fg.rules_json(RuleType::Flow));
+    assert_eq!(fg.flow_rules(), before);
+}
+
+#[test]
+fn typed_rules_load_like_json() {
+    let (_clock, fg) = engine();
+    fg.load_flow_rules([
+        FlowRule::new("R", 2.0),
+        FlowRule::new("T", 1.0).grade(FlowGrade::Thread),
+        FlowRule::new("W", 5.0).strategy(FlowStrategy::Relate, "R"),
+        FlowRule::new("P", 10.0).control_behavior(ControlBehavior::RateLimiter),
+    ])
+    .unwrap();
+    assert_eq!(fg.flow_rules().len(), 4);
+    assert_eq!(burst(&fg, "R", 5), 2);
+    let err = fg.load_flow_rules([FlowRule::new("", 1.0)]).unwrap_err();
+    assert_eq!(err.to_string(), "rule 0: `resource` must not be blank");
+    assert_eq!(fg.flow_rules().len(), 4, "kept");
+}
+
+#[test]
+fn every_validation_error_names_the_rule_and_field_and_changes_nothing() {
+    let (_clock, fg) = engine();
+    load(&fg, r#"[{"resource":"kept","count":1}]"#);
+    let cases: &[(&str, &str)] = &[
+        (
+            r#"[{"resource":" ","count":1}]"#,
+            "rule 0: `resource` must not be blank",
+        ),
+        (r#"[{"count":1}]"#, "rule 0: `resource` must not be blank"),
+        (
+            r#"[{"resource":"a","count":1},{"resource":"b","count":-1}]"#,
+            "rule 1: `count` must be a finite number ≥ 0, got -1",
+        ),
+        (
+            r#"[{"resource":"a","count":"x"}]"#,
+            "rule 0: `count` must be a number, got a string",
+        ),
+        (
+            r#"[{"resource":"a","count":1,"grade":5}]"#,
+            "rule 0: `grade` must be 0 (thread) or 1 (QPS), got 5",
+        ),
+        (
+            r#"[{"resource":"a","count":1,"strategy":3}]"#,
+            "rule 0: `strategy` must be 0 (direct), 1 (relate) or 2 (chain), got 3",
+        ),
+        (
+            r#"[{"resource":"a","count":1,"strategy":1}]"#,
+            "rule 0: `refResource` is required for the relate and chain strategies",
+        ),
+        (
+            r#"[{"resource":"a","count":1,"controlBehavior":9}]"#,
+            "rule 0: `controlBehavior` must be 0 (reject), 1 (warm-up), 2 (rate limiter) or 3 (warm-up rate limiter), got 9",
+        ),
+        (
+            r#"[{"resource":"a","count":1,"controlBehavior":1,"warmUpPeriodSec":0}]"#,
+            "rule 0: `warmUpPeriodSec` must be > 0 for warm-up",
+        ),
+        (
+            r#"[{"resource":"a","count":1,"maxQueueingTimeMs":-5}]"#,
+            "rule 0: `maxQueueingTimeMs` must be ≥ 0, got -5",
+        ),
+        (
+            r#"[{"resource":"a","count":1,"warmUpPeriodSec":2.5}]"#,
+            "rule 0: `warmUpPeriodSec` must be a whole number, got 2.5",
+        ),
+        (
+            r#"[{"resource":"a","count":1,"grade":0,"controlBehavior":2}]"#,
+            "rule 0: `controlBehavior` only QPS rules warm up or queue; concurrency rules reject",
+        ),
+        (
+            r#"[{"resource":"a","count":1,"clusterMode":true}]"#,
+            "rule 0: `clusterConfig` is required in cluster mode",
+        ),
+        (
+            r#"[{"resource":"a","count":1,"clusterMode":true,"clusterConfig":{"flowId":0}}]"#,
+            "rule 0: `clusterConfig.flowId` must be > 0, got 0",
+        ),
+        (
+            r#"[{"resource":"a","count":1,"clusterMode":true,"clusterConfig":{"flowId":1,"sampleCount":3}}]"#,
+            "rule 0: `clusterConfig.windowIntervalMs` must be positive and divisible by sampleCount (1000 / 3)",
+        ),
+        (
+            r#"[{"resource":"(","count":1,"regex":true}]"#,
+            "rule 0: `resource` is not a valid regular expression",
+        ),
+        (
+            r#"[{"resource":"a.*","count":1,"regex":true,"controlBehavior":1}]"#,
+            "rule 0: `regex` regex rules must be local reject rules",
+        ),
+        (
+            r#"[{"resource":"a","count":1,"clusterMode":"yes"}]"#,
+            "rule 0: `clusterMode` must be true or false, got a string",
+        ),
+        (r#"[5]"#, "rule 0: `(rule)` must be a JSON object"),
+        (
+            r#"{"resource":"a"}"#,
+            "rules must be a JSON array of objects",
+        ),
+        (r#"[{"resource":"a""#, "invalid JSON"),
+    ];
+    for (json, expected) in cases {
+        let err = fg.load_rules_json(RuleType::Flow, json).unwrap_err();
+        assert!(
+            err.to_string().starts_with(expected),
+            "{json}: got `{err}`, expected `{expected}`"
+        );
+        assert_eq!(
+            fg.flow_rules(),
+            [FlowRule::new("kept", 1.0)],
+            "{json}: the rules in force stay"
+        );
+    }
+    assert_eq!(
+        fg.load_rules_json(RuleType::Degrade, "[]"),
+        Err(RuleError::Unsupported(RuleType::Degrade))
+    );
+}
+
+#[test]
+fn the_cold_factor_is_configurable_and_validated() {
+    assert!(Floodgate::builder().cold_factor(1.0).is_err());
+    assert!(Floodgate::builder().cold_factor(f64::NAN).is_err());
+    let clock = ManualClock::new(T0);
+    let fg = Floodgate::builder()
+        .clock(clock.clone())
+        .cold_factor(4.0)
+        .unwrap()
+        .build();
+    load(
+        &fg,
+        r#"[{"resource":"R","count":20,"controlBehavior":1,"warmUpPeriodSec":10}]"#,
+    );
+    let status = &fg.flow_status()[0];
+    assert_eq!(
+        (status.warning_token, status.max_token),
+        (Some(66), Some(146))
+    );
+}
+
+#[test]
+fn inbound_and_origin_rules_combine() {
+    let (_clock, fg) = engine();
+    load(&fg, r#"[{"resource":"R","limitApp":"web","count":2}]"#);
+    let passed = (0..5)
+        .filter(|_| {
+            fg.entry("R")
+                .origin("web")
+                .entry_type(EntryType::In)
+                .enter()
+                .is_ok()
+        })
+        .count();
+    assert_eq!(passed, 2);
+    assert_eq!(fg.origin_node("R", "web").unwrap().block_qps(), 3.0);
+    assert_eq!(fg.inbound_node().block_qps(), 3.0);
+}
