@@ -14,13 +14,15 @@
 //! ```
 
 pub use floodgate_core::{
-    BlockError, BlockKind, BlockRule, CachedClock, CallTree, Clock, ClusterBuilderSlot,
-    ContextBuilder, DEFAULT_CONTEXT_NAME, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_RESOURCES,
-    DEFAULT_OCCUPY_TIMEOUT, EngineStats, Entry, EntryBuilder, EntryType, ExitContext, Floodgate,
-    FloodgateBuilder, Hooks, LogSlot, MACHINE_ROOT, ManualClock, MetricLine, NodeSelectorSlot,
-    NodeSnapshot, NodeView, ParamValue, ResourceHandle, ResourceType, SetGlobalDefaultError, Slot,
-    SlotContext, SlotRegistration, StatisticSlot, SystemClock, TOTAL_INBOUND_TRAFFIC, TreeNodeKind,
-    WindowError, entry, global, order, register_slot, set_global_default,
+    Attachment, BlockError, BlockKind, BlockRule, CachedClock, CallTree, Clock, ClusterBuilderSlot,
+    ClusterFlowConfig, ConfigError, ContextBuilder, ControlBehavior, DEFAULT_CONTEXT_NAME,
+    DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_RESOURCES, DEFAULT_OCCUPY_TIMEOUT, EngineStats, Entry,
+    EntryBuilder, EntryType, ExitContext, Floodgate, FloodgateBuilder, FlowGrade, FlowRule,
+    FlowSlot, FlowStatus, FlowStrategy, Hooks, LogSlot, MACHINE_ROOT, ManualClock, MetricLine,
+    NodeSelectorSlot, NodeSnapshot, NodeView, ParamValue, ResourceHandle, ResourceType, RuleError,
+    RuleType, SetGlobalDefaultError, Slot, SlotContext, SlotRegistration, StatisticSlot,
+    SystemClock, TOTAL_INBOUND_TRAFFIC, TreeNodeKind, UnknownRuleType, WindowError, entry, global,
+    order, register_slot, set_global_default,
 };
 
 /// README's code blocks, compiled and run as doctests so the quick start stays true.

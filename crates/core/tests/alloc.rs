@@ -8,8 +8,13 @@ use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 #[global_allocator]
 static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
+/// The counting allocator is process-wide: tests in this binary take turns so that one test's set-up
+/// does not count in another's measurement.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn entry_and_exit_allocate_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let clock = ManualClock::new(1_700_000_000_000);
     let fg = Floodgate::builder().clock(clock.clone()).build();
     // Warm up: creates the resource, its nodes, the origin node, the context, thread-locals, and the
@@ -43,4 +48,43 @@ fn entry_and_exit_allocate_nothing() {
         "allocations during 50,000 entries: {stats:?}"
     );
     assert_eq!(stats.reallocations, 0);
+}
+
+#[test]
+fn flow_checks_and_rejections_allocate_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    use floodgate_core::RuleType;
+    let clock = ManualClock::new(1_700_000_000_000);
+    let fg = Floodgate::builder().clock(clock.clone()).build();
+    fg.load_rules_json(
+        RuleType::Flow,
+        r#"[
+            {"resource":"reject","count":1e9},
+            {"resource":"warm","count":1e9,"controlBehavior":1},
+            {"resource":"pace","count":1e9,"controlBehavior":2},
+            {"resource":"warm-pace","count":1e9,"controlBehavior":3},
+            {"resource":"blocked","count":0}
+        ]"#,
+    )
+    .unwrap();
+    let names = ["reject", "warm", "pace", "warm-pace"];
+    // Warm up: resources, nodes, the block log's key, the minute history.
+    for i in 0..3000u64 {
+        clock.set(1_700_000_000_000 + i);
+        for name in names {
+            drop(fg.entry(name).enter().unwrap());
+        }
+        assert!(fg.entry("blocked").enter().is_err());
+    }
+    let region = Region::new(GLOBAL);
+    for i in 0..5_000u64 {
+        clock.set(1_700_000_003_000 + i / 10);
+        for name in names {
+            drop(fg.entry(name).enter().unwrap());
+        }
+        let block = fg.entry("blocked").enter().unwrap_err();
+        drop(block);
+    }
+    let stats = region.change();
+    assert_eq!(stats.allocations, 0, "{stats:?}");
 }

@@ -222,6 +222,17 @@ impl StatisticNode {
         records
     }
 
+    /// The values of one whole second, without allocating.
+    pub(crate) fn second_record(&self, now: u64, second: u64) -> SecondRecord {
+        let mut record = self.history.get(second);
+        self.second.for_each_pending(now, |start, event, value| {
+            if start / 1000 == second {
+                record.add(event, value);
+            }
+        });
+        record
+    }
+
     fn previous(&self, now: u64, cache: &AtomicU64, pick: fn(&SecondRecord) -> u64) -> f64 {
         let Some(second) = (now / 1000).checked_sub(1) else {
             return 0.0;
@@ -230,8 +241,7 @@ impl StatisticNode {
         if cached >> 32 == second & 0xFFFF_FFFF && cached != u64::MAX {
             return (cached & 0xFFFF_FFFF) as f64;
         }
-        let record = self.seconds(now, second, second);
-        let value = record.first().map_or(0, pick).min(u64::from(u32::MAX));
+        let value = pick(&self.second_record(now, second)).min(u64::from(u32::MAX));
         cache.store(((second & 0xFFFF_FFFF) << 32) | value, Ordering::Relaxed);
         value as f64
     }

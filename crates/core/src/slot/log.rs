@@ -8,7 +8,9 @@
 //! ```
 //!
 //! (UTC time, then the key, then the count), kept in memory (the last 1000 lines) and appended to a file
-//! when one is configured. Recording takes a short lock and allocates only the first time a key is seen.
+//! when one is configured. Recording takes a short lock and allocates only the first time a key is seen:
+//! a finished second's counts are only moved aside on the blocking path; lines are formatted when the log
+//! is read, or by a writer thread that wakes once a second when a file is configured.
 
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
@@ -47,6 +49,8 @@ struct Tally {
 struct State {
     second: u64,
     tallies: FxHashMap<Key, Tally>,
+    /// Finished seconds not formatted yet: `(key, second, count)`.
+    pending: Vec<(Key, u64, u64)>,
     recent: VecDeque<String>,
     file: Option<BufWriter<File>>,
     path: Option<PathBuf>,
@@ -55,17 +59,35 @@ struct State {
 /// The engine's block log.
 #[derive(Debug, Default)]
 pub(crate) struct BlockLog {
-    state: Mutex<State>,
+    state: Arc<Mutex<State>>,
 }
 
 impl BlockLog {
     pub(crate) fn new(path: Option<PathBuf>) -> Self {
-        BlockLog {
-            state: Mutex::new(State {
+        let has_file = path.is_some();
+        let log = BlockLog {
+            state: Arc::new(Mutex::new(State {
                 path,
                 ..State::default()
-            }),
+            })),
+        };
+        if has_file {
+            // The writer holds only a weak reference: it ends when the engine (and its log) is dropped.
+            let state = Arc::downgrade(&log.state);
+            let _ = std::thread::Builder::new()
+                .name("floodgate-block-log".into())
+                .spawn(move || {
+                    while let Some(state) = state.upgrade() {
+                        state
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .format_pending();
+                        drop(state);
+                        std::thread::sleep(std::time::Duration::from_secs(1));
+                    }
+                });
         }
+        log
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -91,7 +113,7 @@ impl BlockLog {
         };
         let mut state = self.lock();
         if second > state.second {
-            state.flush();
+            state.finish_second();
             state.second = second;
         }
         if state.tallies.len() >= MAX_KEYS && !state.tallies.contains_key(&key) {
@@ -127,32 +149,45 @@ impl BlockLog {
     pub(crate) fn lines(&self, now: u64) -> Vec<String> {
         let mut state = self.lock();
         if now / 1000 > state.second {
-            state.flush();
+            state.finish_second();
             state.second = now / 1000;
         }
+        state.format_pending();
         state.recent.iter().cloned().collect()
     }
 }
 
 impl State {
-    fn flush(&mut self) {
-        let stamp = format_utc(self.second);
-        let mut lines = Vec::new();
-        for tally in self.tallies.values_mut().filter(|t| t.count > 0) {
-            lines.push(format!(
-                "{stamp}|1|{},{},{},{},{}|{},0",
-                tally.resource,
-                tally.kind.exception_name(),
-                tally.limit_app,
-                tally.origin,
-                tally.rule.map_or_else(String::new, |id| id.to_string()),
-                tally.count
-            ));
+    /// Moves the finished second's counts aside (no allocation once `pending` has grown).
+    fn finish_second(&mut self) {
+        let second = self.second;
+        for (key, tally) in self.tallies.iter_mut().filter(|(_, t)| t.count > 0) {
+            self.pending.push((*key, second, tally.count));
             tally.count = 0;
         }
-        if lines.is_empty() {
+    }
+
+    /// Formats pending counts into lines: kept in memory and appended to the file.
+    fn format_pending(&mut self) {
+        if self.pending.is_empty() {
             return;
         }
+        let mut lines: Vec<String> = self
+            .pending
+            .drain(..)
+            .filter_map(|(key, second, count)| {
+                let tally = self.tallies.get(&key)?;
+                Some(format!(
+                    "{}|1|{},{},{},{},{}|{count},0",
+                    format_utc(second),
+                    tally.resource,
+                    tally.kind.exception_name(),
+                    tally.limit_app,
+                    tally.origin,
+                    tally.rule.map_or_else(String::new, |id| id.to_string()),
+                ))
+            })
+            .collect();
         lines.sort();
         if self.file.is_none() {
             if let Some(path) = &self.path {

@@ -111,31 +111,38 @@ impl SecondHistory {
         *field = field.saturating_add(value);
     }
 
+    /// The folded record of `second` (zeros if it is not held), without allocating.
+    pub(crate) fn get(&self, second: u64) -> SecondRecord {
+        let guard = self.ring.lock().unwrap_or_else(|e| e.into_inner());
+        read_slot(guard.as_deref(), second)
+    }
+
     /// The folded records for seconds in `from..=to` (at most the last 60), oldest first, one per second.
     pub(crate) fn range(&self, from: u64, to: u64) -> Vec<SecondRecord> {
         let guard = self.ring.lock().unwrap_or_else(|e| e.into_inner());
         let from = from.max(to.saturating_sub(HISTORY_SECONDS - 1));
         (from..=to)
-            .map(|second| {
-                let mut record = SecondRecord {
-                    second,
-                    ..SecondRecord::default()
-                };
-                if let Some(ring) = guard.as_ref() {
-                    let slot = &ring[(second % HISTORY_SECONDS) as usize];
-                    if u64::from(slot.second) == second {
-                        record.pass = u64::from(slot.pass);
-                        record.block = u64::from(slot.block);
-                        record.success = u64::from(slot.success);
-                        record.exception = u64::from(slot.exception);
-                        record.rt = u64::from(slot.rt);
-                        record.occupied_pass = u64::from(slot.occupied_pass);
-                    }
-                }
-                record
-            })
+            .map(|second| read_slot(guard.as_deref(), second))
             .collect()
     }
+}
+
+fn read_slot(ring: Option<&[Slot; HISTORY_SECONDS as usize]>, second: u64) -> SecondRecord {
+    let mut record = SecondRecord {
+        second,
+        ..SecondRecord::default()
+    };
+    if let Some(slot) = ring.map(|r| &r[(second % HISTORY_SECONDS) as usize]) {
+        if u64::from(slot.second) == second {
+            record.pass = u64::from(slot.pass);
+            record.block = u64::from(slot.block);
+            record.success = u64::from(slot.success);
+            record.exception = u64::from(slot.exception);
+            record.rt = u64::from(slot.rt);
+            record.occupied_pass = u64::from(slot.occupied_pass);
+        }
+    }
+    record
 }
 
 #[cfg(test)]

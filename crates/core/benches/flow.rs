@@ -1,0 +1,48 @@
+//! Entry + exit with one flow rule of each controller (none of them blocking), and a rejection.
+//!
+//! Run with `cargo bench -p floodgate-core --bench flow`.
+
+#![allow(missing_docs)] // criterion_group! generates undocumented functions
+
+use std::hint::black_box;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use floodgate_core::{Floodgate, RuleType};
+
+fn flow(c: &mut Criterion) {
+    let mut g = c.benchmark_group("flow_entry_exit");
+    let cases = [
+        ("no_rule", "[]"),
+        ("reject", r#"[{"resource":"R","count":1e12}]"#),
+        (
+            "warm_up",
+            r#"[{"resource":"R","count":1e12,"controlBehavior":1}]"#,
+        ),
+        (
+            "rate_limiter",
+            r#"[{"resource":"R","count":1e12,"controlBehavior":2}]"#,
+        ),
+        (
+            "warm_up_rate_limiter",
+            r#"[{"resource":"R","count":1e12,"controlBehavior":3}]"#,
+        ),
+        ("thread", r#"[{"resource":"R","count":1e12,"grade":0}]"#),
+    ];
+    for (name, rules) in cases {
+        let fg = Floodgate::default();
+        fg.load_rules_json(RuleType::Flow, rules).unwrap();
+        g.bench_function(name, |b| {
+            b.iter(|| drop(black_box(fg.entry(black_box("R")).enter())))
+        });
+    }
+    let fg = Floodgate::default();
+    fg.load_rules_json(RuleType::Flow, r#"[{"resource":"R","count":0}]"#)
+        .unwrap();
+    g.bench_function("rejected", |b| {
+        b.iter(|| black_box(fg.entry(black_box("R")).enter()).is_err())
+    });
+    g.finish();
+}
+
+criterion_group!(benches, flow);
+criterion_main!(benches);
