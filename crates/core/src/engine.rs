@@ -893,11 +893,11 @@ impl FloodgateBuilder {
         config.occupy_timeout_ms = config.occupy_timeout_ms.min(config.geometry.interval_ms);
         let inner = Inner {
             id: NEXT_ENGINE_ID.fetch_add(1, Ordering::Relaxed),
+            block_log: BlockLog::new(self.block_log_file, clock.clone()),
             clock,
             chain: SlotChain::build(self.edits),
             config,
             errors: self.errors,
-            block_log: BlockLog::new(self.block_log_file),
             inbound: ClusterNode::new(config.geometry),
             flow: FlowRules::new(config.cold_factor),
             inbound_name: Arc::from(TOTAL_INBOUND_TRAFFIC),

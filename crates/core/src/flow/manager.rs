@@ -7,6 +7,7 @@
 //! force is a no-op.
 
 use std::ops::Deref;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -185,10 +186,6 @@ impl Deref for Found<'_> {
 }
 
 impl FlowSnapshot {
-    pub(crate) fn is_empty(&self) -> bool {
-        self.in_order.is_empty()
-    }
-
     /// The rules that apply to `resource`.
     #[inline]
     pub(crate) fn rules_for(&self, resource: &str) -> Option<Found<'_>> {
@@ -239,6 +236,8 @@ impl FlowSnapshot {
 #[derive(Debug)]
 pub(crate) struct FlowRules {
     snapshot: ArcSwap<FlowSnapshot>,
+    /// Whether no rule is in force: one relaxed load spares the snapshot load on the common path.
+    empty: AtomicBool,
     load_lock: Mutex<()>,
     cold_factor: f64,
 }
@@ -247,9 +246,16 @@ impl FlowRules {
     pub(crate) fn new(cold_factor: f64) -> Self {
         FlowRules {
             snapshot: ArcSwap::default(),
+            empty: AtomicBool::new(true),
             load_lock: Mutex::new(()),
             cold_factor,
         }
+    }
+
+    /// Whether no flow rule is in force.
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.empty.load(Ordering::Relaxed)
     }
 
     /// The rules in force.
@@ -302,6 +308,7 @@ impl FlowRules {
                     .push(state.clone());
             }
         }
+        self.empty.store(in_order.is_empty(), Ordering::Relaxed);
         self.snapshot.store(Arc::new(FlowSnapshot {
             in_order,
             exact: exact

@@ -30,10 +30,10 @@ pub struct FlowSlot;
 impl Slot for FlowSlot {
     #[inline]
     fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
-        let snapshot = cx.engine.flow.snapshot();
-        if snapshot.is_empty() {
+        if cx.engine.flow.is_empty() {
             return Ok(());
         }
+        let snapshot = cx.engine.flow.snapshot();
         let Some(found) = snapshot.rules_for(cx.resource()) else {
             return Ok(());
         };
@@ -78,7 +78,7 @@ fn check(
         Controller::Reject(c) => {
             let used = match rule.grade {
                 FlowGrade::Thread => node.cur_thread_num() as f64,
-                FlowGrade::Qps => node.pass_qps(now).trunc(),
+                FlowGrade::Qps => node.pass_qps_floor(now) as f64,
             };
             if c.can_pass(used, acquire) {
                 Decision::PASS_NOW

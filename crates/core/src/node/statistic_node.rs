@@ -180,6 +180,16 @@ impl StatisticNode {
         self.pass_qps(now) + self.block_qps(now)
     }
 
+    /// Pass QPS truncated to an integer (Sentinel's `(int) node.passQps()`), in integer arithmetic.
+    #[inline]
+    pub(crate) fn pass_qps_floor(&self, now: u64) -> u64 {
+        let count = self.second.sum(now, Event::Pass);
+        match self.second.interval() {
+            1000 => count,
+            interval => count.saturating_mul(1000) / interval,
+        }
+    }
+
     /// Passes in the current window (not divided by the interval).
     pub(crate) fn pass_count(&self, now: u64) -> u64 {
         self.second.sum(now, Event::Pass)

@@ -12,17 +12,22 @@
 //! a finished second's counts are only moved aside on the blocking path; lines are formatted when the log
 //! is read, or by a writer thread that wakes once a second when a file is configured.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::hash::{BuildHasher, Hash};
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use super::{Hooks, Slot, SlotContext, order};
+use crate::arena::Arena;
 use crate::block::{BlockError, BlockKind};
+use crate::clock::Clock;
+use crate::stat::{AddOutcome, cell};
 
 const RECENT_LINES: usize = 1000;
 const MAX_KEYS: usize = 4096;
@@ -35,6 +40,7 @@ struct Key {
     origin: u64,
 }
 
+/// One key's description and its count for the second in its tagged cell.
 #[derive(Debug)]
 struct Tally {
     resource: Arc<str>,
@@ -42,56 +48,69 @@ struct Tally {
     limit_app: String,
     origin: String,
     rule: Option<i64>,
-    count: u64,
+    cell: AtomicU64,
 }
 
+/// Where finished seconds go: counts waiting to be formatted, the formatted lines, the file.
 #[derive(Debug, Default)]
-struct State {
-    second: u64,
-    tallies: FxHashMap<Key, Tally>,
-    /// Finished seconds not formatted yet: `(key, second, count)`.
-    pending: Vec<(Key, u64, u64)>,
+struct Output {
+    pending: Vec<(u32, u64, u64)>,
     recent: VecDeque<String>,
     file: Option<BufWriter<File>>,
     path: Option<PathBuf>,
 }
 
+#[derive(Debug, Default)]
+struct Shared {
+    tallies: Arena<Tally>,
+    index: Mutex<FxHashMap<Key, u32>>,
+    output: Mutex<Output>,
+}
+
+thread_local! {
+    /// The last key this thread recorded, per log: blocks of one kind on one resource from one caller
+    /// skip the index lock.
+    static LAST: Cell<(usize, Key, u32)> = const {
+        Cell::new((0, Key { resource: 0, kind: BlockKind::Custom, rule: None, origin: 0 }, 0))
+    };
+}
+
 /// The engine's block log.
 #[derive(Debug, Default)]
 pub(crate) struct BlockLog {
-    state: Arc<Mutex<State>>,
+    shared: Arc<Shared>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl BlockLog {
-    pub(crate) fn new(path: Option<PathBuf>) -> Self {
+    pub(crate) fn new(path: Option<PathBuf>, clock: Arc<dyn Clock>) -> Self {
         let has_file = path.is_some();
         let log = BlockLog {
-            state: Arc::new(Mutex::new(State {
-                path,
-                ..State::default()
-            })),
+            shared: Arc::new(Shared {
+                output: Mutex::new(Output {
+                    path,
+                    ..Output::default()
+                }),
+                ..Shared::default()
+            }),
         };
         if has_file {
             // The writer holds only a weak reference: it ends when the engine (and its log) is dropped.
-            let state = Arc::downgrade(&log.state);
+            let shared: Weak<Shared> = Arc::downgrade(&log.shared);
             let _ = std::thread::Builder::new()
                 .name("floodgate-block-log".into())
                 .spawn(move || {
-                    while let Some(state) = state.upgrade() {
-                        state
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .format_pending();
-                        drop(state);
+                    while let Some(shared) = shared.upgrade() {
+                        shared.collect(clock.now_ms() / 1000);
+                        drop(shared);
                         std::thread::sleep(std::time::Duration::from_secs(1));
                     }
                 });
         }
         log
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Counts `count` blocks of `block` on resource `resource_id` from `origin` at `now` (ms).
@@ -103,80 +122,126 @@ impl BlockLog {
         origin: &str,
         count: u32,
     ) {
+        let shared = &*self.shared;
         let second = now / 1000;
-        let rule = block.rule().and_then(|r| r.id());
-        let mut key = Key {
+        let key = Key {
             resource: resource_id,
             kind: block.kind(),
-            rule,
+            rule: block.rule().and_then(|r| r.id()),
             origin: FxBuildHasher.hash_one(origin),
         };
-        let mut state = self.lock();
-        if second > state.second {
-            state.finish_second();
-            state.second = second;
+        let id = Arc::as_ptr(&self.shared) as usize;
+        let index = match LAST.with(Cell::get) {
+            (log, last, index) if log == id && last == key => index,
+            _ => {
+                let Some(index) = shared.index_of(key, block, origin) else {
+                    return;
+                };
+                LAST.with(|l| l.set((id, key, index)));
+                index
+            }
+        };
+        let Some(tally) = shared.tallies.get(index) else {
+            return;
+        };
+        match cell::add(&tally.cell, second as u32, count) {
+            AddOutcome::Added => {}
+            AddOutcome::Recycled { old_tag, old_value } => {
+                if old_value > 0 {
+                    lock(&shared.output).pending.push((
+                        index,
+                        u64::from(old_tag),
+                        u64::from(old_value),
+                    ));
+                }
+            }
+            AddOutcome::Stale => {
+                lock(&shared.output)
+                    .pending
+                    .push((index, second, u64::from(count)));
+            }
         }
-        if state.tallies.len() >= MAX_KEYS && !state.tallies.contains_key(&key) {
-            key = Key {
+    }
+
+    /// The lines of finished seconds, oldest first.
+    pub(crate) fn lines(&self, now: u64) -> Vec<String> {
+        self.shared.collect(now / 1000);
+        lock(&self.shared.output).recent.iter().cloned().collect()
+    }
+}
+
+impl Shared {
+    /// The tally index of `key`, created on first sight (allocates once per key); past `MAX_KEYS` keys,
+    /// blocks count under one `__other__` key per kind.
+    #[cold]
+    fn index_of(&self, key: Key, block: &BlockError, origin: &str) -> Option<u32> {
+        let mut index = lock(&self.index);
+        if let Some(i) = index.get(&key) {
+            return Some(*i);
+        }
+        let overflow = index.len() >= MAX_KEYS;
+        let key = if overflow {
+            Key {
                 resource: u32::MAX,
                 kind: block.kind(),
                 rule: None,
                 origin: 0,
-            };
+            }
+        } else {
+            key
+        };
+        if let Some(i) = index.get(&key) {
+            return Some(*i);
         }
-        let tally = state.tallies.entry(key).or_insert_with(|| Tally {
-            resource: if key.resource == u32::MAX {
-                Arc::from("__other__")
+        let tally = Tally {
+            resource: Arc::from(if overflow {
+                "__other__"
             } else {
-                Arc::from(block.resource())
-            },
+                block.resource()
+            }),
             kind: block.kind(),
             limit_app: block
                 .rule()
                 .map_or_else(|| "default".to_owned(), |r| r.limit_app().to_owned()),
-            origin: if key.resource == u32::MAX {
+            origin: if overflow {
                 String::new()
             } else {
                 origin.to_owned()
             },
             rule: key.rule,
-            count: 0,
-        });
-        tally.count += u64::from(count);
+            cell: AtomicU64::new(0),
+        };
+        let i = self.tallies.push(tally).ok()?;
+        index.insert(key, i);
+        Some(i)
     }
 
-    /// The lines of finished seconds, oldest first.
-    pub(crate) fn lines(&self, now: u64) -> Vec<String> {
-        let mut state = self.lock();
-        if now / 1000 > state.second {
-            state.finish_second();
-            state.second = now / 1000;
+    /// Moves every count of a second before `current` out of its cell, then formats what is pending.
+    fn collect(&self, current: u64) {
+        let current = current as u32;
+        let mut taken = Vec::new();
+        for (i, tally) in self.tallies.iter().enumerate() {
+            if let Some((tag, value)) = cell::take_older(&tally.cell, current) {
+                if value > 0 {
+                    taken.push((i as u32, u64::from(tag), u64::from(value)));
+                }
+            }
         }
-        state.format_pending();
-        state.recent.iter().cloned().collect()
-    }
-}
-
-impl State {
-    /// Moves the finished second's counts aside (no allocation once `pending` has grown).
-    fn finish_second(&mut self) {
-        let second = self.second;
-        for (key, tally) in self.tallies.iter_mut().filter(|(_, t)| t.count > 0) {
-            self.pending.push((*key, second, tally.count));
-            tally.count = 0;
-        }
+        let mut output = lock(&self.output);
+        output.pending.extend(taken);
+        self.format(&mut output);
     }
 
     /// Formats pending counts into lines: kept in memory and appended to the file.
-    fn format_pending(&mut self) {
-        if self.pending.is_empty() {
+    fn format(&self, output: &mut Output) {
+        if output.pending.is_empty() {
             return;
         }
-        let mut lines: Vec<String> = self
+        let mut lines: Vec<String> = output
             .pending
             .drain(..)
-            .filter_map(|(key, second, count)| {
-                let tally = self.tallies.get(&key)?;
+            .filter_map(|(index, second, count)| {
+                let tally = self.tallies.get(index)?;
                 Some(format!(
                     "{}|1|{},{},{},{},{}|{count},0",
                     format_utc(second),
@@ -189,9 +254,9 @@ impl State {
             })
             .collect();
         lines.sort();
-        if self.file.is_none() {
-            if let Some(path) = &self.path {
-                self.file = OpenOptions::new()
+        if output.file.is_none() {
+            if let Some(path) = &output.path {
+                output.file = OpenOptions::new()
                     .create(true)
                     .append(true)
                     .open(path)
@@ -199,17 +264,17 @@ impl State {
                     .map(BufWriter::new);
             }
         }
-        if let Some(file) = &mut self.file {
+        if let Some(file) = &mut output.file {
             for line in &lines {
                 let _ = writeln!(file, "{line}");
             }
             let _ = file.flush();
         }
         for line in lines {
-            if self.recent.len() == RECENT_LINES {
-                self.recent.pop_front();
+            if output.recent.len() == RECENT_LINES {
+                output.recent.pop_front();
             }
-            self.recent.push_back(line);
+            output.recent.push_back(line);
         }
     }
 }

@@ -100,6 +100,21 @@ fn update(cell: &AtomicU64, tag: u32, same: impl Fn(u32) -> u32, fresh: u32) -> 
     AddOutcome::Stale
 }
 
+/// Empties the cell if it holds a window older than `current`, handing back `(tag, value)`.
+pub(crate) fn take_older(cell: &AtomicU64, current: u32) -> Option<(u32, u32)> {
+    let mut packed = cell.load(Ordering::Relaxed);
+    loop {
+        let (tag, value) = unpack(packed)?;
+        if !is_newer(current, tag) {
+            return None;
+        }
+        match cell.compare_exchange_weak(packed, 0, Ordering::AcqRel, Ordering::Relaxed) {
+            Ok(_) => return Some((tag, value)),
+            Err(actual) => packed = actual,
+        }
+    }
+}
+
 /// The value the cell holds for window `tag`, if it holds that window.
 #[inline]
 pub(crate) fn read(cell: &AtomicU64, tag: u32) -> Option<u32> {
@@ -170,6 +185,14 @@ mod tests {
             Some(0),
             "a zero minimum is a value, not empty"
         );
+    }
+
+    #[test]
+    fn take_older_empties_only_finished_windows() {
+        let cell = AtomicU64::new(pack(7, 5));
+        assert_eq!(take_older(&cell, 7), None, "the current window stays");
+        assert_eq!(take_older(&cell, 8), Some((7, 5)));
+        assert_eq!(take_older(&cell, 9), None, "already empty");
     }
 
     #[test]
