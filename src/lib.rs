@@ -25,6 +25,10 @@ pub use floodgate_core::{
     order, register_slot, set_global_default,
 };
 
+/// The agent (`floodgate-transport`): command API, heartbeats, metrics, rule files.
+#[cfg(feature = "transport")]
+pub use floodgate_transport as transport;
+
 /// README's code blocks, compiled and run as doctests so the quick start stays true.
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]

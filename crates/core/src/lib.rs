@@ -70,7 +70,7 @@ pub use param::ParamValue;
 pub use rules::{RuleError, RuleType, UnknownRuleType};
 pub use slot::{
     Attachment, ClusterBuilderSlot, ExitContext, Hooks, LogSlot, NodeSelectorSlot, Slot,
-    SlotContext, SlotRegistration, StatisticSlot, order,
+    SlotContext, SlotRegistration, StatisticSlot, order, utc_datetime,
 };
 pub use stat::WindowError;
 

@@ -244,7 +244,7 @@ impl Shared {
                 let tally = self.tallies.get(index)?;
                 Some(format!(
                     "{}|1|{},{},{},{},{}|{count},0",
-                    format_utc(second),
+                    utc_datetime(second),
                     tally.resource,
                     tally.kind.exception_name(),
                     tally.limit_app,
@@ -279,8 +279,9 @@ impl Shared {
     }
 }
 
-/// `yyyy-MM-dd HH:mm:ss` in UTC for an epoch second (the civil-from-days algorithm).
-pub(crate) fn format_utc(second: u64) -> String {
+/// `yyyy-MM-dd HH:mm:ss` in UTC for an epoch second (the civil-from-days algorithm), the time format of
+/// Sentinel's log lines.
+pub fn utc_datetime(second: u64) -> String {
     let days = (second / 86_400) as i64;
     let rem = second % 86_400;
     let z = days + 719_468;
@@ -329,8 +330,8 @@ mod tests {
 
     #[test]
     fn formats_utc() {
-        assert_eq!(format_utc(0), "1970-01-01 00:00:00");
-        assert_eq!(format_utc(1_700_000_000), "2023-11-14 22:13:20");
-        assert_eq!(format_utc(951_782_400), "2000-02-29 00:00:00");
+        assert_eq!(utc_datetime(0), "1970-01-01 00:00:00");
+        assert_eq!(utc_datetime(1_700_000_000), "2023-11-14 22:13:20");
+        assert_eq!(utc_datetime(951_782_400), "2000-02-29 00:00:00");
     }
 }

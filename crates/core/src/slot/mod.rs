@@ -27,7 +27,7 @@ use std::time::Duration;
 pub(crate) use chain::{ChainEdit, SlotChain};
 pub use cluster_builder::ClusterBuilderSlot;
 pub(crate) use log::BlockLog;
-pub use log::LogSlot;
+pub use log::{LogSlot, utc_datetime};
 pub use node_selector::NodeSelectorSlot;
 pub use statistic::StatisticSlot;
 

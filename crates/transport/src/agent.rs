@@ -1,0 +1,333 @@
+//! The agent: binds the command API, loads and watches rule files, collects metrics every second and
+//! sends heartbeats — on its own small runtime thread, so it works whether or not the app runs tokio.
+
+use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use floodgate_core::{Floodgate, RuleType};
+use thiserror::Error;
+use tokio::sync::oneshot;
+
+use crate::command::{CommandState, app};
+use crate::config::{AgentConfig, ConfigError};
+use crate::heartbeat::Heartbeat;
+use crate::host::HostInfo;
+use crate::metric_log::MetricLog;
+use crate::metric_store::MetricStore;
+use crate::rule_file::RuleFiles;
+
+/// How many ports past the configured one a port search tries.
+const PORT_SEARCH_SPAN: u16 = 32;
+
+/// The agent could not start.
+#[derive(Debug, Error)]
+pub enum AgentError {
+    /// Binding a non-loopback address needs a token: the command API changes rules.
+    #[error(
+        "refusing to expose the command API on {0} without a token (set one, or bind 127.0.0.1)"
+    )]
+    InsecureBind(IpAddr),
+    /// The address could not be bound.
+    #[error("cannot bind the command API on {addr}: {source}")]
+    Bind {
+        /// The address tried (the last one with a port search).
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The agent's runtime thread could not start.
+    #[error("cannot start the agent runtime: {0}")]
+    Runtime(std::io::Error),
+    /// The rule files could not be watched.
+    #[error("cannot watch the rule files: {0}")]
+    Watch(#[from] notify::Error),
+    /// The metric log directory could not be used.
+    #[error("cannot use the metric log directory: {0}")]
+    MetricLog(std::io::Error),
+}
+
+/// A running agent. Dropping it (or [`Agent::shutdown`]) stops it.
+#[derive(Debug)]
+pub struct Agent {
+    addr: SocketAddr,
+    fg: Floodgate,
+    metrics: Arc<MetricStore>,
+    metric_log: Option<Arc<MetricLog>>,
+    rule_files: Arc<RuleFiles>,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+    _watcher: Option<notify::RecommendedWatcher>,
+}
+
+/// Configures an [`Agent`].
+#[derive(Debug, Clone)]
+pub struct AgentBuilder {
+    fg: Floodgate,
+    config: AgentConfig,
+}
+
+impl Agent {
+    /// An agent for `fg` with the default configuration (loopback, port 8719, no dashboard).
+    pub fn builder(fg: Floodgate) -> AgentBuilder {
+        AgentBuilder {
+            fg,
+            config: AgentConfig::default(),
+        }
+    }
+
+    /// The address the command API listens on (the port actually in use).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The command API's port.
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// The rule files, for their load status.
+    pub fn rule_files(&self) -> &RuleFiles {
+        &self.rule_files
+    }
+
+    /// Collects the seconds finished since the last collection now (the agent also does it every second).
+    pub fn collect_metrics(&self) {
+        collect(&self.fg, &self.metrics, self.metric_log.as_deref());
+    }
+
+    /// Stops the command API and the background tasks, and waits for them.
+    pub fn shutdown(mut self) {
+        self.stop_now();
+    }
+
+    fn stop_now(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        self.stop_now();
+    }
+}
+
+fn collect(fg: &Floodgate, metrics: &MetricStore, log: Option<&MetricLog>) {
+    let lines = metrics.collect(fg);
+    if let Some(log) = log {
+        if let Err(e) = log.append(&lines) {
+            tracing::warn!(error = %e, "metric log write failed");
+        }
+    }
+}
+
+impl AgentBuilder {
+    /// An agent configured from the environment (see [`AgentConfig`]).
+    pub fn from_env(fg: Floodgate) -> Result<Self, ConfigError> {
+        Ok(AgentBuilder {
+            fg,
+            config: AgentConfig::from_env()?,
+        })
+    }
+
+    /// Replaces the whole configuration.
+    pub fn config(mut self, config: AgentConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The application name.
+    pub fn app_name(mut self, name: impl Into<String>) -> Self {
+        self.config.app_name = name.into();
+        self
+    }
+
+    /// The address to bind (default `127.0.0.1`; any other needs a [`token`](Self::token)).
+    pub fn bind(mut self, addr: IpAddr) -> Self {
+        self.config.bind_addr = addr;
+        self
+    }
+
+    /// The command port (default 8719; 0 picks a free port).
+    pub fn port(mut self, port: u16) -> Self {
+        self.config.port = port;
+        self
+    }
+
+    /// Tries the following ports when the configured one is busy.
+    pub fn port_search(mut self, on: bool) -> Self {
+        self.config.port_search = on;
+        self
+    }
+
+    /// Adds a dashboard (`host:port`) to send heartbeats to.
+    pub fn dashboard(mut self, addr: impl Into<String>) -> Self {
+        self.config.dashboards.push(addr.into());
+        self
+    }
+
+    /// Time between heartbeats (default 10 s).
+    pub fn heartbeat_interval(mut self, interval: Duration) -> Self {
+        self.config.heartbeat_interval = interval;
+        self
+    }
+
+    /// The IP to report instead of the detected one (Docker, NAT).
+    pub fn heartbeat_ip(mut self, ip: impl Into<String>) -> Self {
+        self.config.heartbeat_ip = Some(ip.into());
+        self
+    }
+
+    /// A shared token that every command must carry (header `X-Floodgate-Token`, `Authorization: Bearer`,
+    /// or parameter `token`); also sent with heartbeats.
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.config.token = Some(token.into());
+        self
+    }
+
+    /// A rule file for `rule_type`.
+    pub fn rule_file(mut self, rule_type: RuleType, path: impl Into<PathBuf>) -> Self {
+        self.config.rule_files.insert(rule_type.into(), path.into());
+        self
+    }
+
+    /// How long the `metric` command's per-second lines are kept (default 5 minutes).
+    pub fn metric_retention(mut self, retention: Duration) -> Self {
+        self.config.metric_retention = retention;
+        self
+    }
+
+    /// Writes Sentinel-format metric log files into `dir`.
+    pub fn metric_log_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.config.metric_log_dir = Some(dir.into());
+        self
+    }
+
+    /// The largest request body accepted (default 1 MiB).
+    pub fn max_body_bytes(mut self, max: usize) -> Self {
+        self.config.max_body_bytes = max;
+        self
+    }
+
+    fn bind_listener(&self) -> Result<TcpListener, AgentError> {
+        let c = &self.config;
+        let span = if c.port_search && c.port != 0 {
+            PORT_SEARCH_SPAN
+        } else {
+            1
+        };
+        let mut last = None;
+        for offset in 0..span {
+            let addr = SocketAddr::new(c.bind_addr, c.port.saturating_add(offset));
+            match TcpListener::bind(addr) {
+                Ok(listener) => return Ok(listener),
+                Err(source) => last = Some(AgentError::Bind { addr, source }),
+            }
+        }
+        Err(last.unwrap_or_else(|| AgentError::Bind {
+            addr: SocketAddr::new(c.bind_addr, c.port),
+            source: std::io::Error::other("no port tried"),
+        }))
+    }
+
+    /// Starts the agent: binds, loads the rule files, and runs the API, metrics and heartbeats.
+    pub fn start(self) -> Result<Agent, AgentError> {
+        let c = &self.config;
+        if !c.bind_addr.is_loopback() && c.token.is_none() {
+            return Err(AgentError::InsecureBind(c.bind_addr));
+        }
+        let listener = self.bind_listener()?;
+        listener
+            .set_nonblocking(true)
+            .map_err(AgentError::Runtime)?;
+        let addr = listener.local_addr().map_err(AgentError::Runtime)?;
+        let rule_files = Arc::new(RuleFiles::new(c.rule_files.clone()));
+        rule_files.load_all(&self.fg);
+        let watcher = if c.rule_files.is_empty() {
+            None
+        } else {
+            Some(rule_files.watch(self.fg.clone())?)
+        };
+        let metric_log = match &c.metric_log_dir {
+            Some(dir) => Some(Arc::new(
+                MetricLog::new(dir, &c.app_name).map_err(AgentError::MetricLog)?,
+            )),
+            None => None,
+        };
+        let host = HostInfo::detect(c.heartbeat_ip.as_deref(), &c.dashboards);
+        let metrics = Arc::new(MetricStore::new(c.metric_retention));
+        let state = Arc::new(CommandState {
+            fg: self.fg.clone(),
+            host: host.clone(),
+            port: addr.port(),
+            metrics: metrics.clone(),
+            token: c.token.clone(),
+            rule_files: rule_files.clone(),
+            max_body_bytes: c.max_body_bytes,
+        });
+        let heartbeat = Heartbeat {
+            app: c.app_name.clone(),
+            app_type: c.app_type,
+            host,
+            port: addr.port(),
+            path: c.heartbeat_path.clone(),
+            token: c.token.clone(),
+            dashboards: c.dashboards.clone(),
+            interval: c.heartbeat_interval,
+        };
+        let (stop, stopped) = oneshot::channel::<()>();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(AgentError::Runtime)?;
+        let fg = self.fg.clone();
+        let (collector_metrics, collector_log) = (metrics.clone(), metric_log.clone());
+        let thread = std::thread::Builder::new()
+            .name("floodgate-agent".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+                        return;
+                    };
+                    let clock_fg = fg.clone();
+                    let heartbeats = tokio::spawn(heartbeat.run(move || clock_fg.clock().now_ms()));
+                    let collector = tokio::spawn(async move {
+                        let mut tick = tokio::time::interval(Duration::from_secs(1));
+                        loop {
+                            tick.tick().await;
+                            collect(&fg, &collector_metrics, collector_log.as_deref());
+                        }
+                    });
+                    let served = axum::serve(listener, app(state))
+                        .with_graceful_shutdown(async move {
+                            let _ = stopped.await;
+                        })
+                        .await;
+                    if let Err(e) = served {
+                        tracing::error!(error = %e, "command API stopped");
+                    }
+                    heartbeats.abort();
+                    collector.abort();
+                });
+            })
+            .map_err(AgentError::Runtime)?;
+        tracing::info!(%addr, "floodgate agent listening");
+        Ok(Agent {
+            addr,
+            fg: self.fg,
+            metrics,
+            metric_log,
+            rule_files,
+            stop: Some(stop),
+            thread: Some(thread),
+            _watcher: watcher,
+        })
+    }
+}

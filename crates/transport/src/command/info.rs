@@ -1,0 +1,62 @@
+//! `version`, `api`, `basicInfo`, `systemStatus`, `getSwitch`, `setSwitch`, `getClusterMode`.
+
+use serde_json::json;
+
+use super::{COMMANDS, CommandError, CommandState, Params};
+
+/// The Sentinel version Floodgate speaks: the Java dashboard uses POST forms for agents at ≥ 1.7.1.
+pub const SENTINEL_VERSION: &str = "1.8.9";
+
+pub(crate) fn version() -> String {
+    SENTINEL_VERSION.to_owned()
+}
+
+pub(crate) fn api() -> String {
+    let list: Vec<_> = COMMANDS
+        .iter()
+        .map(|(name, desc)| json!({"url": format!("/{name}"), "desc": desc}))
+        .collect();
+    serde_json::Value::Array(list).to_string()
+}
+
+pub(crate) fn basic_info(state: &CommandState) -> String {
+    json!({
+        "machine": state.host.hostname,
+        "ip": state.host.ip,
+        "port": state.port,
+        "floodgate": env!("CARGO_PKG_VERSION"),
+    })
+    .to_string()
+}
+
+pub(crate) fn system_status(state: &CommandState) -> String {
+    let inbound = state.fg.inbound_node();
+    json!({
+        "rqps": inbound.success_qps(),
+        "qps": inbound.pass_qps(),
+        "b": inbound.block_qps(),
+        "r": inbound.avg_rt(),
+        "t": inbound.cur_thread_num(),
+    })
+    .to_string()
+}
+
+pub(crate) fn get_switch(state: &CommandState) -> String {
+    format!("Sentinel switch value: {}", state.fg.is_enabled())
+}
+
+pub(crate) fn set_switch(state: &CommandState, params: &Params) -> Result<String, CommandError> {
+    let value = match params.get("value") {
+        Some("true") => true,
+        Some("false") => false,
+        _ => return Err(CommandError::bad_request("value must be `true` or `false`")),
+    };
+    state.fg.set_enabled(value);
+    Ok(format!("Sentinel set switch value: {value}"))
+}
+
+pub(crate) fn get_cluster_mode() -> String {
+    // No cluster flow control yet: not started, neither client nor server available.
+    json!({"mode": -1, "lastModified": -1, "clientAvailable": false, "serverAvailable": false})
+        .to_string()
+}

@@ -1,0 +1,284 @@
+//! The command center: Sentinel's HTTP command API (`GET /getRules?type=flow`, `POST /setRules`, …).
+//!
+//! A request names its command in the path; parameters come from the query string and, for POST, from an
+//! `application/x-www-form-urlencoded` body (merged, body last). Every key and value is URL-decoded exactly
+//! once — unlike Sentinel, which decodes rule `data` a second time and turns `a+b` into `a b` (RM-02).
+//! Answers are plain text: 200 with the command's body, 400 with the error message (`Unknown command
+//! \`name\`` for unknown ones), 401 without the configured token, 413 for a body over the limit, 415 for a
+//! POST that is not a form.
+
+mod info;
+mod metric;
+mod nodes;
+mod rules;
+
+pub use info::SENTINEL_VERSION;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::{Body, to_bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use floodgate_core::Floodgate;
+
+use crate::host::HostInfo;
+use crate::metric_store::MetricStore;
+use crate::rule_file::RuleFiles;
+
+/// What the command handlers share.
+#[derive(Debug)]
+pub struct CommandState {
+    pub(crate) fg: Floodgate,
+    pub(crate) host: HostInfo,
+    pub(crate) port: u16,
+    pub(crate) metrics: Arc<MetricStore>,
+    pub(crate) token: Option<String>,
+    pub(crate) rule_files: Arc<RuleFiles>,
+    pub(crate) max_body_bytes: usize,
+}
+
+/// A command's failure: the status and the plain-text message.
+#[derive(Debug)]
+pub(crate) struct CommandError {
+    status: StatusCode,
+    message: String,
+}
+
+impl CommandError {
+    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
+        CommandError {
+            status: StatusCode::BAD_REQUEST,
+            message: message.into(),
+        }
+    }
+}
+
+impl IntoResponse for CommandError {
+    fn into_response(self) -> Response {
+        text(self.status, self.message)
+    }
+}
+
+fn text(status: StatusCode, body: String) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=UTF-8")],
+        body,
+    )
+        .into_response()
+}
+
+/// The decoded parameters of one request.
+#[derive(Debug, Default)]
+pub(crate) struct Params(Vec<(String, String)>);
+
+impl Params {
+    fn extend_from_form(&mut self, form: &[u8]) {
+        for (k, v) in form_urlencoded::parse(form) {
+            let key = k.trim();
+            if !key.is_empty() {
+                self.0.push((key.to_owned(), v.trim().to_owned()));
+            }
+        }
+    }
+
+    /// The last value of `key`.
+    pub(crate) fn get(&self, key: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The value of `key` if present and not blank.
+    pub(crate) fn non_blank(&self, key: &str) -> Option<&str> {
+        self.get(key).filter(|v| !v.is_empty())
+    }
+}
+
+/// The commands this agent answers, with Sentinel's descriptions (the `api` command lists them).
+pub(crate) const COMMANDS: &[(&str, &str)] = &[
+    ("version", "sentinel version"),
+    ("api", "get all available command handlers"),
+    ("basicInfo", "get sentinel config info"),
+    (
+        "getRules",
+        "get all active rules by type, request param: type={ruleType}",
+    ),
+    (
+        "setRules",
+        "modify the rules, accept param: type={ruleType}&data={ruleJson}",
+    ),
+    ("getParamFlowRules", "get all active parameter flow rules"),
+    (
+        "setParamFlowRules",
+        "set parameter flow rules, while previous rules will be replaced",
+    ),
+    (
+        "clusterNode",
+        "get all clusterNode VO, use type=notZero to ignore those nodes with totalRequest <=0",
+    ),
+    (
+        "clusterNodeById",
+        "get clusterNode VO by id, request param: id={resourceName}",
+    ),
+    (
+        "cnode",
+        "get clusterNode metrics by id, request param: id={resourceName}",
+    ),
+    (
+        "origin",
+        "get origin clusterNode by id, request param: id={resourceName}",
+    ),
+    ("jsonTree", "get tree node VO start from root node"),
+    (
+        "tree",
+        "get metrics in tree mode, use id to specify detailed tree root",
+    ),
+    (
+        "metric",
+        "get and aggregate metrics, accept param: startTime={startTime}&endTime={endTime}&maxLines={maxLines}&identity={resourceName}",
+    ),
+    ("systemStatus", "get system status"),
+    ("getSwitch", "get sentinel switch status"),
+    (
+        "setSwitch",
+        "set sentinel switch, accept param: value={true|false}",
+    ),
+    ("getClusterMode", "get cluster mode status"),
+];
+
+/// The command router: every path is a command name.
+pub fn app(state: Arc<CommandState>) -> Router {
+    Router::new().fallback(handle).with_state(state)
+}
+
+fn token_matches(expected: &str, given: &str) -> bool {
+    // Constant time in the length of the expected token.
+    let (a, b) = (expected.as_bytes(), given.as_bytes());
+    let mut diff = a.len() ^ b.len();
+    for (i, x) in a.iter().enumerate() {
+        diff |= usize::from(x ^ b.get(i).copied().unwrap_or(0));
+    }
+    diff == 0
+}
+
+fn authorized(state: &CommandState, headers: &HeaderMap, params: &Params) -> bool {
+    let Some(expected) = &state.token else {
+        return true;
+    };
+    let header_token = headers
+        .get("x-floodgate-token")
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| {
+            headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "))
+        });
+    header_token
+        .or_else(|| params.get("token"))
+        .is_some_and(|given| token_matches(expected, given))
+}
+
+async fn handle(
+    State(state): State<Arc<CommandState>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let command = uri.path().trim_start_matches('/').to_owned();
+    let mut params = Params::default();
+    if let Some(query) = uri.query() {
+        params.extend_from_form(query.as_bytes());
+    }
+    if method == Method::POST {
+        let content_type = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("application/x-www-form-urlencoded");
+        if !content_type
+            .to_ascii_lowercase()
+            .starts_with("application/x-www-form-urlencoded")
+        {
+            return text(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "only application/x-www-form-urlencoded bodies are accepted".to_owned(),
+            );
+        }
+        match to_bytes(body, state.max_body_bytes).await {
+            Ok(bytes) => params.extend_from_form(&bytes),
+            Err(_) => {
+                return text(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("request body over {} bytes", state.max_body_bytes),
+                );
+            }
+        }
+    } else if method != Method::GET {
+        return text(StatusCode::METHOD_NOT_ALLOWED, "use GET or POST".to_owned());
+    }
+    if !authorized(&state, &headers, &params) {
+        return text(
+            StatusCode::UNAUTHORIZED,
+            "a valid token is required".to_owned(),
+        );
+    }
+    match run(&state, &command, &params).await {
+        Ok(body) => text(StatusCode::OK, body),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn run(state: &CommandState, command: &str, params: &Params) -> Result<String, CommandError> {
+    match command {
+        "" => Err(CommandError::bad_request("Invalid command")),
+        "version" => Ok(info::version()),
+        "api" => Ok(info::api()),
+        "basicInfo" => Ok(info::basic_info(state)),
+        "getRules" => rules::get_rules(state, params),
+        "setRules" => rules::set_rules(state, params).await,
+        "getParamFlowRules" => Ok(rules::get_param_flow_rules(state)),
+        "setParamFlowRules" => rules::set_param_flow_rules(state, params).await,
+        "clusterNode" => Ok(nodes::cluster_node(state, params)),
+        "clusterNodeById" => nodes::cluster_node_by_id(state, params),
+        "cnode" => Ok(nodes::cnode(state, params)),
+        "origin" => Ok(nodes::origin(state, params)),
+        "jsonTree" => Ok(nodes::json_tree(state)),
+        "tree" => Ok(nodes::tree(state, params)),
+        "metric" => Ok(metric::metric(state, params)),
+        "systemStatus" => Ok(info::system_status(state)),
+        "getSwitch" => Ok(info::get_switch(state)),
+        "setSwitch" => info::set_switch(state, params),
+        "getClusterMode" => Ok(info::get_cluster_mode()),
+        other => Err(CommandError::bad_request(format!(
+            "Unknown command `{other}`"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(token_matches("secret", "secret"));
+        assert!(!token_matches("secret", "secre"));
+        assert!(!token_matches("secret", "secrets"));
+        assert!(!token_matches("secret", ""));
+    }
+
+    #[test]
+    fn params_decode_once() {
+        let mut p = Params::default();
+        p.extend_from_form(b"data=%5B%7B%22resource%22%3A%22a%2Bb%22%7D%5D&type=flow&x=");
+        assert_eq!(p.get("data"), Some(r#"[{"resource":"a+b"}]"#));
+        assert_eq!(p.get("type"), Some("flow"));
+        assert_eq!(p.non_blank("x"), None);
+    }
+}

@@ -1,0 +1,62 @@
+//! `getRules`, `setRules`, `getParamFlowRules`, `setParamFlowRules`.
+//!
+//! A rule list with an invalid rule answers 400 with the error (rule index, field, reason) and changes
+//! nothing. An accepted list is written to the rule file of its type, if one is configured, so that the
+//! rules survive a restart; a failed write answers `partial success (write data source failed)` as
+//! Sentinel does.
+
+use floodgate_core::RuleType;
+
+use super::{CommandError, CommandState, Params};
+
+fn rule_type(params: &Params) -> Result<RuleType, CommandError> {
+    let t = params.get("type").unwrap_or_default().to_ascii_lowercase();
+    match t.as_str() {
+        "flow" => Ok(RuleType::Flow),
+        "degrade" => Ok(RuleType::Degrade),
+        "system" => Ok(RuleType::System),
+        "authority" => Ok(RuleType::Authority),
+        "paramflow" | "param_flow" | "param-flow" => Ok(RuleType::ParamFlow),
+        _ => Err(CommandError::bad_request("invalid type")),
+    }
+}
+
+pub(crate) fn get_rules(state: &CommandState, params: &Params) -> Result<String, CommandError> {
+    Ok(state.fg.rules_json(rule_type(params)?))
+}
+
+fn load(state: &CommandState, t: RuleType, data: &str) -> Result<String, CommandError> {
+    state
+        .fg
+        .load_rules_json(t, data)
+        .map_err(|e| CommandError::bad_request(e.to_string()))?;
+    match state.rule_files.write(t, &state.fg.rules_json(t)) {
+        Ok(()) => Ok("success".to_owned()),
+        Err(e) => {
+            tracing::warn!(rule_type = %t, error = %e, "rules loaded but not written to their file");
+            Ok("partial success (write data source failed)".to_owned())
+        }
+    }
+}
+
+pub(crate) async fn set_rules(
+    state: &CommandState,
+    params: &Params,
+) -> Result<String, CommandError> {
+    let t = rule_type(params)?;
+    load(state, t, params.get("data").unwrap_or("[]"))
+}
+
+pub(crate) fn get_param_flow_rules(state: &CommandState) -> String {
+    state.fg.rules_json(RuleType::ParamFlow)
+}
+
+pub(crate) async fn set_param_flow_rules(
+    state: &CommandState,
+    params: &Params,
+) -> Result<String, CommandError> {
+    let data = params
+        .non_blank("data")
+        .ok_or_else(|| CommandError::bad_request("Bad data"))?;
+    load(state, RuleType::ParamFlow, data)
+}

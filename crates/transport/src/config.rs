@@ -1,0 +1,293 @@
+//! The agent's configuration: a builder, plus environment variables (Floodgate's names and Sentinel's).
+//!
+//! | setting | Floodgate variable | Sentinel name (also read as an environment variable) |
+//! |---|---|---|
+//! | app name | `FLOODGATE_APP_NAME` | `project.name`, `csp.sentinel.app.name` |
+//! | app type | `FLOODGATE_APP_TYPE` | `csp.sentinel.app.type` |
+//! | dashboards | `FLOODGATE_DASHBOARD` (`host:port[,host:port…]`) | `csp.sentinel.dashboard.server` |
+//! | command address | `FLOODGATE_API_ADDR` (default `127.0.0.1`) | — |
+//! | command port | `FLOODGATE_API_PORT` (default 8719) | `csp.sentinel.api.port` |
+//! | reported IP | `FLOODGATE_HEARTBEAT_IP` | `csp.sentinel.heartbeat.client.ip` |
+//! | heartbeat interval | `FLOODGATE_HEARTBEAT_INTERVAL_MS` (default 10000) | `csp.sentinel.heartbeat.interval.ms` |
+//! | shared token | `FLOODGATE_TOKEN` | — |
+//! | metric log directory | `FLOODGATE_METRIC_LOG_DIR` | `csp.sentinel.log.dir` |
+//! | rule files | `FLOODGATE_RULES_FLOW`, `_DEGRADE`, `_SYSTEM`, `_AUTHORITY`, `_PARAM_FLOW` | — |
+//!
+//! Each Sentinel name is looked up as written (`csp.sentinel.api.port`) and in the upper-case underscore
+//! form (`CSP_SENTINEL_API_PORT`). A Floodgate variable wins over a Sentinel one. Invalid values are errors,
+//! never silently replaced by defaults.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use floodgate_core::RuleType;
+use thiserror::Error;
+
+/// Sentinel's default command port.
+pub const DEFAULT_PORT: u16 = 8719;
+
+/// A configuration value was invalid.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ConfigError {
+    /// A variable held a value that does not parse.
+    #[error("{name}: invalid value `{value}` ({reason})")]
+    Invalid {
+        /// The variable.
+        name: String,
+        /// Its value.
+        value: String,
+        /// Why it was rejected.
+        reason: &'static str,
+    },
+}
+
+/// What the agent needs to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentConfig {
+    /// The application's name, as the dashboard groups machines.
+    pub app_name: String,
+    /// Sentinel's app type: 0 common, 1 API gateway.
+    pub app_type: u8,
+    /// The address the command API binds (default loopback).
+    pub bind_addr: IpAddr,
+    /// The command API port (0 picks a free one).
+    pub port: u16,
+    /// Try the next ports when `port` is busy (Sentinel's behaviour); the port in use is reported.
+    pub port_search: bool,
+    /// Dashboards to send heartbeats to, `host:port` (with or without `http://`), tried in order.
+    pub dashboards: Vec<String>,
+    /// Time between heartbeats.
+    pub heartbeat_interval: Duration,
+    /// The IP reported to the dashboard (default: the local address that routes to the dashboard).
+    pub heartbeat_ip: Option<String>,
+    /// The dashboard's registration path.
+    pub heartbeat_path: String,
+    /// A shared token every command must carry; required to bind a non-loopback address.
+    pub token: Option<String>,
+    /// How long per-second metrics are kept in memory for the `metric` command.
+    pub metric_retention: Duration,
+    /// A directory for Sentinel-format metric log files (none by default).
+    pub metric_log_dir: Option<PathBuf>,
+    /// Rule files per rule type: loaded at start, reloaded on change, written by `setRules`.
+    pub rule_files: BTreeMap<RuleTypeKey, PathBuf>,
+    /// The largest request body accepted (413 above it).
+    pub max_body_bytes: usize,
+}
+
+/// A [`RuleType`] usable as a map key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RuleTypeKey(u8);
+
+impl From<RuleType> for RuleTypeKey {
+    fn from(t: RuleType) -> Self {
+        RuleTypeKey(RuleType::ALL.iter().position(|x| *x == t).unwrap_or(0) as u8)
+    }
+}
+
+impl RuleTypeKey {
+    /// The rule type.
+    pub fn rule_type(self) -> RuleType {
+        RuleType::ALL[usize::from(self.0).min(RuleType::ALL.len() - 1)]
+    }
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            app_name: default_app_name(),
+            app_type: 0,
+            bind_addr: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            port: DEFAULT_PORT,
+            port_search: false,
+            dashboards: Vec::new(),
+            heartbeat_interval: Duration::from_secs(10),
+            heartbeat_ip: None,
+            heartbeat_path: "/registry/machine".to_owned(),
+            token: None,
+            metric_retention: Duration::from_secs(300),
+            metric_log_dir: None,
+            rule_files: BTreeMap::new(),
+            max_body_bytes: 1024 * 1024,
+        }
+    }
+}
+
+fn default_app_name() -> String {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "floodgate-app".to_owned())
+}
+
+/// Reads variable `names` (the first set one wins) through `get`.
+fn lookup(get: &dyn Fn(&str) -> Option<String>, names: &[&str]) -> Option<(String, String)> {
+    names.iter().find_map(|name| {
+        let direct = get(name).map(|v| ((*name).to_owned(), v));
+        direct.or_else(|| {
+            let upper = name.replace('.', "_").to_uppercase();
+            get(&upper).map(|v| (upper, v))
+        })
+    })
+}
+
+fn parse<T: std::str::FromStr>(
+    name: String,
+    value: String,
+    reason: &'static str,
+) -> Result<T, ConfigError> {
+    value.trim().parse().map_err(|_| ConfigError::Invalid {
+        name,
+        value,
+        reason,
+    })
+}
+
+impl AgentConfig {
+    /// Defaults overridden by the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_vars(|name| std::env::var(name).ok())
+    }
+
+    /// Defaults overridden by variables read through `get` (for tests and other sources).
+    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let get: &dyn Fn(&str) -> Option<String> = &get;
+        let mut c = AgentConfig::default();
+        if let Some((_, v)) = lookup(
+            get,
+            &[
+                "FLOODGATE_APP_NAME",
+                "project.name",
+                "csp.sentinel.app.name",
+            ],
+        ) {
+            if !v.trim().is_empty() {
+                c.app_name = v.trim().to_owned();
+            }
+        }
+        if let Some((n, v)) = lookup(get, &["FLOODGATE_APP_TYPE", "csp.sentinel.app.type"]) {
+            c.app_type = parse(n, v, "expected 0 or 1")?;
+        }
+        if let Some((_, v)) = lookup(
+            get,
+            &["FLOODGATE_DASHBOARD", "csp.sentinel.dashboard.server"],
+        ) {
+            c.dashboards = v
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect();
+        }
+        if let Some((n, v)) = lookup(get, &["FLOODGATE_API_ADDR"]) {
+            c.bind_addr = parse(n, v, "expected an IP address")?;
+        }
+        if let Some((n, v)) = lookup(get, &["FLOODGATE_API_PORT", "csp.sentinel.api.port"]) {
+            c.port = parse(n, v, "expected a port number")?;
+        }
+        if let Some((_, v)) = lookup(
+            get,
+            &["FLOODGATE_HEARTBEAT_IP", "csp.sentinel.heartbeat.client.ip"],
+        ) {
+            if !v.trim().is_empty() {
+                c.heartbeat_ip = Some(v.trim().to_owned());
+            }
+        }
+        if let Some((n, v)) = lookup(
+            get,
+            &[
+                "FLOODGATE_HEARTBEAT_INTERVAL_MS",
+                "csp.sentinel.heartbeat.interval.ms",
+            ],
+        ) {
+            let ms: u64 = parse(n.clone(), v.clone(), "expected milliseconds > 0")?;
+            if ms == 0 {
+                return Err(ConfigError::Invalid {
+                    name: n,
+                    value: v,
+                    reason: "expected milliseconds > 0",
+                });
+            }
+            c.heartbeat_interval = Duration::from_millis(ms);
+        }
+        if let Some((_, v)) = lookup(get, &["FLOODGATE_TOKEN"]) {
+            if !v.is_empty() {
+                c.token = Some(v);
+            }
+        }
+        if let Some((_, v)) = lookup(get, &["FLOODGATE_METRIC_LOG_DIR", "csp.sentinel.log.dir"]) {
+            c.metric_log_dir = Some(PathBuf::from(v));
+        }
+        for (name, t) in [
+            ("FLOODGATE_RULES_FLOW", RuleType::Flow),
+            ("FLOODGATE_RULES_DEGRADE", RuleType::Degrade),
+            ("FLOODGATE_RULES_SYSTEM", RuleType::System),
+            ("FLOODGATE_RULES_AUTHORITY", RuleType::Authority),
+            ("FLOODGATE_RULES_PARAM_FLOW", RuleType::ParamFlow),
+        ] {
+            if let Some((_, v)) = lookup(get, &[name]) {
+                c.rule_files.insert(t.into(), PathBuf::from(v));
+            }
+        }
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    #[test]
+    fn defaults_are_safe() {
+        let c = AgentConfig::from_vars(|_| None).unwrap();
+        assert_eq!(c.bind_addr, IpAddr::V4(Ipv4Addr::LOCALHOST));
+        assert_eq!(c.port, 8719);
+        assert!(c.token.is_none());
+        assert_eq!(c.heartbeat_interval, Duration::from_secs(10));
+    }
+
+    #[test]
+    fn floodgate_and_sentinel_names() {
+        let c = AgentConfig::from_vars(vars(&[
+            ("project.name", "orders"),
+            (
+                "CSP_SENTINEL_DASHBOARD_SERVER",
+                "dash1:8080, http://dash2:8080",
+            ),
+            ("csp.sentinel.api.port", "8720"),
+            ("FLOODGATE_API_PORT", "9000"),
+            ("csp.sentinel.heartbeat.client.ip", "10.0.0.7"),
+            ("FLOODGATE_RULES_FLOW", "/etc/fg/flow.json"),
+        ]))
+        .unwrap();
+        assert_eq!(c.app_name, "orders");
+        assert_eq!(c.dashboards, ["dash1:8080", "http://dash2:8080"]);
+        assert_eq!(c.port, 9000, "Floodgate's variable wins");
+        assert_eq!(c.heartbeat_ip.as_deref(), Some("10.0.0.7"));
+        assert_eq!(
+            c.rule_files.get(&RuleType::Flow.into()),
+            Some(&PathBuf::from("/etc/fg/flow.json"))
+        );
+    }
+
+    #[test]
+    fn bad_values_are_errors() {
+        let err = AgentConfig::from_vars(vars(&[("FLOODGATE_API_PORT", "eighty")])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "FLOODGATE_API_PORT: invalid value `eighty` (expected a port number)"
+        );
+        assert!(AgentConfig::from_vars(vars(&[("FLOODGATE_API_ADDR", "nowhere")])).is_err());
+        assert!(AgentConfig::from_vars(vars(&[("FLOODGATE_HEARTBEAT_INTERVAL_MS", "0")])).is_err());
+    }
+}

@@ -1,0 +1,159 @@
+//! Heartbeats: every interval, a POST form to the dashboard's `/registry/machine` with `app`, `app_type`,
+//! `v`, `version` (the time in ms), `hostname`, `ip` and `port` (plus `token` when one is configured).
+//!
+//! Dashboards are tried in order starting from the last one that answered; the first 200 wins. While every
+//! dashboard fails, the delay doubles up to eight intervals, then returns to the interval on success. The
+//! app keeps serving and keeps its rules whatever the dashboard does.
+
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper::{Method, Request};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+
+use crate::command::SENTINEL_VERSION;
+use crate::host::HostInfo;
+
+/// What a heartbeat says.
+#[derive(Debug, Clone)]
+pub(crate) struct Heartbeat {
+    pub(crate) app: String,
+    pub(crate) app_type: u8,
+    pub(crate) host: HostInfo,
+    pub(crate) port: u16,
+    pub(crate) path: String,
+    pub(crate) token: Option<String>,
+    pub(crate) dashboards: Vec<String>,
+    pub(crate) interval: Duration,
+}
+
+fn url(dashboard: &str, path: &str) -> String {
+    let base = if dashboard.starts_with("http://") || dashboard.starts_with("https://") {
+        dashboard.trim_end_matches('/').to_owned()
+    } else {
+        format!("http://{}", dashboard.trim_end_matches('/'))
+    };
+    format!("{base}{path}")
+}
+
+impl Heartbeat {
+    /// The form body of one heartbeat sent at `now_ms`.
+    pub(crate) fn form(&self, now_ms: u64) -> String {
+        let mut form = form_urlencoded::Serializer::new(String::new());
+        form.append_pair("app", &self.app)
+            .append_pair("app_type", &self.app_type.to_string())
+            .append_pair("v", SENTINEL_VERSION)
+            .append_pair("version", &now_ms.to_string())
+            .append_pair("hostname", &self.host.hostname)
+            .append_pair("ip", &self.host.ip)
+            .append_pair("port", &self.port.to_string());
+        if let Some(token) = &self.token {
+            form.append_pair("token", token);
+        }
+        form.finish()
+    }
+
+    /// Sends heartbeats until the task is dropped.
+    pub(crate) async fn run(self, now_ms: impl Fn() -> u64) {
+        if self.dashboards.is_empty() {
+            return;
+        }
+        let client: Client<HttpConnector, Full<Bytes>> =
+            Client::builder(TokioExecutor::new()).build_http();
+        let mut preferred = 0;
+        let mut failures = 0u32;
+        loop {
+            let body = self.form(now_ms());
+            let mut sent = false;
+            for i in 0..self.dashboards.len() {
+                let index = (preferred + i) % self.dashboards.len();
+                let dashboard = &self.dashboards[index];
+                match self.send(&client, dashboard, body.clone()).await {
+                    Ok(()) => {
+                        preferred = index;
+                        sent = true;
+                        break;
+                    }
+                    Err(e) => {
+                        tracing::debug!(dashboard = %dashboard, error = %e, "heartbeat failed")
+                    }
+                }
+            }
+            failures = if sent { 0 } else { failures.saturating_add(1) };
+            if failures == 1 {
+                tracing::warn!(dashboards = ?self.dashboards, "no dashboard answered the heartbeat; backing off");
+            }
+            let delay = self.interval * 2u32.saturating_pow(failures.min(3));
+            tokio::time::sleep(delay).await;
+        }
+    }
+
+    async fn send(
+        &self,
+        client: &Client<HttpConnector, Full<Bytes>>,
+        dashboard: &str,
+        body: String,
+    ) -> Result<(), String> {
+        let mut request = Request::builder()
+            .method(Method::POST)
+            .uri(url(dashboard, &self.path))
+            .header(
+                "content-type",
+                "application/x-www-form-urlencoded; charset=UTF-8",
+            );
+        if let Some(token) = &self.token {
+            request = request.header("x-floodgate-token", token);
+        }
+        let request = request
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| e.to_string())?;
+        let response = tokio::time::timeout(Duration::from_secs(3), client.request(request))
+            .await
+            .map_err(|_| "timed out".to_owned())?
+            .map_err(|e| e.to_string())?;
+        let status = response.status();
+        let _ = response.into_body().collect().await;
+        if status.is_success() {
+            Ok(())
+        } else {
+            Err(format!("status {status}"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_and_forms() {
+        assert_eq!(
+            url("dash:8080", "/registry/machine"),
+            "http://dash:8080/registry/machine"
+        );
+        assert_eq!(
+            url("http://dash:8080/", "/registry/machine"),
+            "http://dash:8080/registry/machine"
+        );
+        let hb = Heartbeat {
+            app: "orders app".into(),
+            app_type: 0,
+            host: HostInfo {
+                hostname: "h1".into(),
+                ip: "10.0.0.1".into(),
+            },
+            port: 8719,
+            path: "/registry/machine".into(),
+            token: None,
+            dashboards: vec![],
+            interval: Duration::from_secs(10),
+        };
+        assert_eq!(
+            hb.form(1_700_000_000_000),
+            "app=orders+app&app_type=0&v=1.8.9&version=1700000000000&hostname=h1&ip=10.0.0.1&port=8719"
+        );
+    }
+}

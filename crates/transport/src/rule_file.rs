@@ -1,0 +1,159 @@
+//! Rule files: one JSON file per rule type, loaded at start, reloaded when it changes, and written when
+//! rules are pushed through the command API — so rules a dashboard pushed survive a restart.
+//!
+//! A file that does not parse or holds an invalid rule is rejected whole: the rules in force stay in
+//! force and the error is logged and kept ([`RuleFiles::last_error`]). An empty file changes nothing (it
+//! is usually a write in progress); `[]` clears the type. Writes go to a temporary file in
+//! the same directory that is then renamed over the old one, so a reader never sees half a file. The
+//! watcher follows the files' directories (editors and the writer replace files by renaming).
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use floodgate_core::{Floodgate, RuleType};
+use notify::{Event, RecommendedWatcher, RecursiveMode, Watcher};
+
+use crate::config::RuleTypeKey;
+
+/// The rule files of an agent.
+#[derive(Debug, Default)]
+pub struct RuleFiles {
+    files: BTreeMap<RuleTypeKey, PathBuf>,
+    errors: Mutex<BTreeMap<RuleTypeKey, String>>,
+}
+
+impl RuleFiles {
+    /// Files by rule type.
+    pub fn new(files: BTreeMap<RuleTypeKey, PathBuf>) -> Self {
+        RuleFiles {
+            files,
+            errors: Mutex::default(),
+        }
+    }
+
+    /// The file of `t`, if configured.
+    pub fn path(&self, t: RuleType) -> Option<&Path> {
+        self.files.get(&t.into()).map(PathBuf::as_path)
+    }
+
+    /// The last error loading the file of `t` (cleared by a good load).
+    pub fn last_error(&self, t: RuleType) -> Option<String> {
+        self.errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&t.into())
+            .cloned()
+    }
+
+    /// Loads the file of `t` into `fg`. A missing file loads nothing.
+    pub fn load(&self, fg: &Floodgate, t: RuleType) -> Result<(), String> {
+        let Some(path) = self.path(t) else {
+            return Ok(());
+        };
+        let result = match std::fs::read_to_string(path) {
+            // An empty file is a write in progress (truncate, then write), not "no rules": write `[]`
+            // to clear a type.
+            Ok(text) if text.trim().is_empty() => return Ok(()),
+            Ok(text) => fg.load_rules_json(t, &text).map_err(|e| e.to_string()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e.to_string()),
+        };
+        let mut errors = self.errors.lock().unwrap_or_else(|e| e.into_inner());
+        match &result {
+            Ok(()) => {
+                errors.remove(&t.into());
+            }
+            Err(e) => {
+                tracing::error!(rule_type = %t, file = %path.display(), error = %e, "rule file rejected; the rules in force stay");
+                errors.insert(t.into(), e.clone());
+            }
+        }
+        result
+    }
+
+    /// Loads every configured file.
+    pub fn load_all(&self, fg: &Floodgate) {
+        for key in self.files.keys() {
+            let _ = self.load(fg, key.rule_type());
+        }
+    }
+
+    /// Writes `json` (the rules of `t`) to its file, atomically; nothing to do without a file.
+    pub fn write(&self, t: RuleType, json: &str) -> std::io::Result<()> {
+        let Some(path) = self.path(t) else {
+            return Ok(());
+        };
+        let pretty = serde_json::from_str::<serde_json::Value>(json)
+            .and_then(|v| serde_json::to_string_pretty(&v))
+            .unwrap_or_else(|_| json.to_owned());
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir)?;
+        let tmp = dir.join(format!(
+            ".{}.{}.tmp",
+            path.file_name()
+                .map_or("rules".into(), |n| n.to_string_lossy()),
+            std::process::id()
+        ));
+        {
+            let mut file = std::fs::File::create(&tmp)?;
+            file.write_all(pretty.as_bytes())?;
+            file.write_all(b"\n")?;
+            file.sync_all()?;
+        }
+        std::fs::rename(&tmp, path)
+    }
+
+    /// Watches the files and reloads a type whenever its file changes.
+    pub fn watch(self: &Arc<Self>, fg: Floodgate) -> notify::Result<RecommendedWatcher> {
+        let files = Arc::clone(self);
+        let mut watcher = notify::recommended_watcher(move |event: notify::Result<Event>| {
+            let Ok(event) = event else {
+                return;
+            };
+            if event.kind.is_access() {
+                return;
+            }
+            for (key, path) in &files.files {
+                if event.paths.iter().any(|p| same_file(p, path)) {
+                    let _ = files.load(&fg, key.rule_type());
+                }
+            }
+        })?;
+        let mut dirs: Vec<PathBuf> = self
+            .files
+            .values()
+            .map(|p| {
+                p.parent()
+                    .filter(|d| !d.as_os_str().is_empty())
+                    .unwrap_or(Path::new("."))
+                    .to_path_buf()
+            })
+            .collect();
+        dirs.sort();
+        dirs.dedup();
+        for dir in dirs {
+            std::fs::create_dir_all(&dir).map_err(notify::Error::io)?;
+            watcher.watch(&dir, RecursiveMode::NonRecursive)?;
+        }
+        Ok(watcher)
+    }
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    if a == b {
+        return true;
+    }
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => {
+            a.file_name() == b.file_name()
+                && a.parent().map(Path::canonicalize).and_then(Result::ok)
+                    == b.parent().map(Path::canonicalize).and_then(Result::ok)
+        }
+    }
+}

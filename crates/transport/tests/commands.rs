@@ -1,0 +1,388 @@
+//! Every command over a real socket, including requests replayed byte for byte as the Java dashboard
+//! sends them.
+
+mod support;
+
+use std::time::Duration;
+
+use floodgate_core::{EntryType, RuleType};
+use serde_json::Value;
+use support::*;
+
+#[test]
+fn info_commands() {
+    let (_clock, fg) = engine();
+    let agent = builder(&fg).start().unwrap();
+    let addr = agent.local_addr();
+    assert_eq!(get(addr, "version"), (200, "1.8.9".to_owned()));
+    let (status, api) = get(addr, "api");
+    assert_eq!(status, 200);
+    let api: Value = serde_json::from_str(&api).unwrap();
+    assert!(
+        api.as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["url"] == "/setRules")
+    );
+    let (_, info) = get(addr, "basicInfo");
+    let info: Value = serde_json::from_str(&info).unwrap();
+    assert!(info["machine"].is_string());
+    assert_eq!(info["ip"], "127.0.0.1");
+    assert_eq!(
+        get(addr, "getSwitch"),
+        (200, "Sentinel switch value: true".to_owned())
+    );
+    let (_, mode) = get(addr, "getClusterMode");
+    assert_eq!(serde_json::from_str::<Value>(&mode).unwrap()["mode"], -1);
+    assert_eq!(
+        get(addr, "nope"),
+        (400, "Unknown command `nope`".to_owned())
+    );
+    assert_eq!(get(addr, ""), (400, "Invalid command".to_owned()));
+}
+
+#[test]
+fn set_switch_needs_an_explicit_value() {
+    let (_clock, fg) = engine();
+    let agent = builder(&fg).start().unwrap();
+    let addr = agent.local_addr();
+    assert_eq!(get(addr, "setSwitch?value=maybe").0, 400);
+    assert_eq!(get(addr, "setSwitch").0, 400);
+    assert!(fg.is_enabled(), "a rejected call changes nothing");
+    assert_eq!(
+        get(addr, "setSwitch?value=false"),
+        (200, "Sentinel set switch value: false".to_owned())
+    );
+    assert!(!fg.is_enabled());
+    assert_eq!(get(addr, "setSwitch?value=true").0, 200);
+    assert!(fg.is_enabled());
+}
+
+#[test]
+fn rules_round_trip_as_the_java_dashboard_sends_them() {
+    let (_clock, fg) = engine();
+    let agent = builder(&fg).start().unwrap();
+    let addr = agent.local_addr();
+    // Byte for byte: Apache HttpAsyncClient, POST form, UTF-8, one encoding, 20.0 counts, unknown fields.
+    let data = r#"[{"clusterMode":false,"controlBehavior":0,"count":20.0,"grade":1,"limitApp":"default","maxQueueingTimeMs":500,"regex":false,"resource":"GET:/api/hello","strategy":0,"warmUpPeriodSec":10,"gmtCreate":1700000000000}]"#;
+    let body = form(&[("type", "flow"), ("data", data)]);
+    let request = format!(
+        "POST /setRules HTTP/1.1\r\nContent-Length: {}\r\nContent-Type: application/x-www-form-urlencoded; charset=UTF-8\r\nHost: {addr}\r\nConnection: Keep-Alive\r\nUser-Agent: Apache-HttpAsyncClient/4.1.4 (Java/1.8.0_372)\r\n\r\n{body}",
+        body.len()
+    );
+    let (status, answer) = raw(addr, request.as_bytes());
+    assert_eq!((status, answer.as_str()), (200, "success"));
+    assert_eq!(fg.flow_rules().len(), 1);
+    assert_eq!(fg.flow_rules()[0].count, 20.0);
+    let (status, rules) = raw(
+        addr,
+        format!("GET /getRules?type=flow HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nUser-Agent: Apache-HttpAsyncClient/4.1.4 (Java/1.8.0_372)\r\n\r\n").as_bytes(),
+    );
+    assert_eq!(status, 200);
+    let rules: Value = serde_json::from_str(&rules).unwrap();
+    assert_eq!(rules[0]["resource"], "GET:/api/hello");
+    assert_eq!(rules[0]["count"], 20.0);
+    // The same through GET with a query string (old dashboards).
+    let query = form(&[("type", "flow"), ("data", "[]")]);
+    assert_eq!(
+        get(addr, &format!("setRules?{query}")),
+        (200, "success".to_owned())
+    );
+    assert!(fg.flow_rules().is_empty(), "an empty list clears the type");
+}
+
+#[test]
+fn an_invalid_rule_list_answers_400_and_changes_nothing() {
+    let (_clock, fg) = engine();
+    let agent = builder(&fg).start().unwrap();
+    let addr = agent.local_addr();
+    fg.load_rules_json(RuleType::Flow, r#"[{"resource":"kept","count":1}]"#)
+        .unwrap();
+    let (status, message) = post(
+        addr,
+        "setRules",
+        &[
+            ("type", "flow"),
+            (
+                "data",
+                r#"[{"resource":"a","count":1},{"resource":"b","count":-3}]"#,
+            ),
+        ],
+    );
+    assert_eq!(status, 400);
+    assert_eq!(
+        message,
+        "rule 1: `count` must be a finite number ≥ 0, got -3"
+    );
+    assert_eq!(fg.flow_rules()[0].resource, "kept");
+    assert_eq!(
+        post(addr, "setRules", &[("type", "flood"), ("data", "[]")]),
+        (400, "invalid type".to_owned())
+    );
+    assert_eq!(
+        get(addr, "getRules?type=nope"),
+        (400, "invalid type".to_owned())
+    );
+    assert_eq!(
+        post(addr, "setParamFlowRules", &[("data", "")]),
+        (400, "Bad data".to_owned())
+    );
+}
+
+#[test]
+fn odd_resource_names_round_trip_decoded_exactly_once() {
+    let (_clock, fg) = engine();
+    let agent = builder(&fg).start().unwrap();
+    let addr = agent.local_addr();
+    let long = "r".repeat(256);
+    let names = [
+        "a+b",
+        "a%41",
+        "x&y=z",
+        "ü",
+        "with space",
+        "#hash",
+        long.as_str(),
+    ];
+    let rules: Vec<Value> = names
+        .iter()
+        .map(|n| serde_json::json!({"resource": n, "count": 0}))
+        .collect();
+    let data = Value::Array(rules).to_string();
+    assert_eq!(
+        post(addr, "setRules", &[("type", "flow"), ("data", &data)]).0,
+        200
+    );
+    let (_, back) = get(addr, "getRules?type=flow");
+    let back: Value = serde_json::from_str(&back).unwrap();
+    let back: Vec<&str> = back
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["resource"].as_str().unwrap())
+        .collect();
+    assert_eq!(back, names);
+    for n in names {
+        assert!(
+            fg.entry(n).enter().is_err(),
+            "the rule on `{n}` applies to `{n}`"
+        );
+    }
+    // Node lookups by odd ids too.
+    let (_, node) = get(addr, &format!("clusterNodeById?{}", form(&[("id", "a+b")])));
+    assert_eq!(
+        serde_json::from_str::<Value>(&node).unwrap()["resource"],
+        "a+b"
+    );
+}
+
+#[test]
+fn bodies_are_limited_and_must_be_forms() {
+    let (_clock, fg) = engine();
+    let agent = builder(&fg).max_body_bytes(1024).start().unwrap();
+    let addr = agent.local_addr();
+    let big = "x".repeat(4096);
+    assert_eq!(
+        post(addr, "setRules", &[("type", "flow"), ("data", &big)]).0,
+        413
+    );
+    let json = r#"{"type":"flow"}"#;
+    let request = format!(
+        "POST /setRules HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{json}",
+        json.len()
+    );
+    assert_eq!(raw(addr, request.as_bytes()).0, 415);
+    // Malformed requests never take the agent down.
+    assert_eq!(raw(addr, b"GARBAGE\r\n\r\n").0, 400);
+    assert_eq!(get(addr, "version").0, 200);
+}
+
+#[test]
+fn node_commands() {
+    let (clock, fg) = engine();
+    let agent = builder(&fg).start().unwrap();
+    let addr = agent.local_addr();
+    fg.context("web").origin("appA").run(|| {
+        let outer = fg
+            .entry("GET:/orders")
+            .entry_type(EntryType::In)
+            .enter()
+            .unwrap();
+        drop(fg.entry("db:select").enter().unwrap());
+        clock.advance(Duration::from_millis(10));
+        drop(outer);
+    });
+    let (_, nodes) = get(addr, "clusterNode");
+    let nodes: Value = serde_json::from_str(&nodes).unwrap();
+    let orders = nodes
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["resource"] == "GET:/orders")
+        .unwrap();
+    assert_eq!(orders["passQps"], 1);
+    assert_eq!(orders["averageRt"], 10);
+    assert_eq!(orders["oneMinuteTotal"], 1);
+    let (_, not_zero) = get(addr, "clusterNode?type=notZero");
+    assert_eq!(
+        serde_json::from_str::<Value>(&not_zero)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(
+        get(addr, "clusterNodeById?id=missing"),
+        (200, "{}".to_owned())
+    );
+    assert_eq!(get(addr, "clusterNodeById").0, 400);
+    let (_, cnode) = get(addr, "cnode?id=orders");
+    assert!(
+        cnode.contains("GET:/orders") && !cnode.contains("db:select"),
+        "{cnode}"
+    );
+    let (_, origin) = get(addr, "origin?id=GET:/orders");
+    assert!(
+        origin.starts_with("id: GET:/orders") && origin.contains("appA"),
+        "{origin}"
+    );
+    assert!(get(addr, "origin?id=zzz").1.starts_with("Not find cNode"));
+    let (_, tree) = get(addr, "jsonTree?type=root");
+    let tree: Value = serde_json::from_str(&tree).unwrap();
+    let tree = tree.as_array().unwrap();
+    assert_eq!(tree[0]["resource"], "machine-root");
+    let db = tree.iter().find(|n| n["resource"] == "db:select").unwrap();
+    let parent = tree.iter().find(|n| n["id"] == db["parentId"]).unwrap();
+    assert_eq!(parent["resource"], "GET:/orders", "nesting kept");
+    let (_, text) = get(addr, "tree?id=web");
+    assert!(text.starts_with("EntranceNode: web("), "{text}");
+    assert!(
+        text.contains("\n-GET:/orders(") && text.contains("\n--db:select("),
+        "{text}"
+    );
+    let (_, status) = get(addr, "systemStatus");
+    let status: Value = serde_json::from_str(&status).unwrap();
+    assert_eq!(status["qps"], 1.0);
+    assert_eq!(status["t"], 0);
+}
+
+#[test]
+fn metric_lines_parse_back_to_the_stored_values() {
+    let (clock, fg) = engine();
+    let agent = builder(&fg).start().unwrap();
+    let addr = agent.local_addr();
+    fg.load_rules_json(RuleType::Flow, r#"[{"resource":"R","count":2}]"#)
+        .unwrap();
+    for second in 0..3u64 {
+        clock.set(T0 + second * 1000 + 100);
+        for _ in 0..5 {
+            if let Ok(e) = fg.entry("R").enter() {
+                clock.advance(Duration::from_millis(7));
+                drop(e);
+            }
+        }
+    }
+    clock.set(T0 + 3500);
+    agent.collect_metrics();
+    let (status, body) = get(
+        addr,
+        &format!("metric?startTime={T0}&endTime={}&refetch=false", T0 + 2999),
+    );
+    assert_eq!(status, 200);
+    let lines: Vec<Vec<&str>> = body
+        .lines()
+        .map(|l| l.split('|').collect())
+        .filter(|f: &Vec<&str>| f[1] == "R")
+        .collect();
+    assert_eq!(lines.len(), 3);
+    for (i, f) in lines.iter().enumerate() {
+        assert_eq!(f.len(), 10, "thin line: {f:?}");
+        assert_eq!(f[0].parse::<u64>().unwrap(), T0 + i as u64 * 1000);
+        let numbers: Vec<u64> = f[2..].iter().map(|x| x.parse().unwrap()).collect();
+        assert_eq!(
+            &numbers[..5],
+            &[2, 3, 2, 0, 7],
+            "pass, block, success, exception, rt"
+        );
+    }
+    let (_, one) = get(
+        addr,
+        &format!("metric?startTime={T0}&endTime={}&identity=R", T0 + 999),
+    );
+    assert_eq!(one.lines().count(), 1);
+    let (_, capped) = get(addr, &format!("metric?startTime={T0}&maxLines=1"));
+    assert_eq!(capped.lines().count(), 1);
+    assert_eq!(
+        get(addr, "metric"),
+        (200, String::new()),
+        "startTime is required"
+    );
+}
+
+#[test]
+fn a_token_guards_every_command() {
+    let (_clock, fg) = engine();
+    let agent = builder(&fg).token("s3cret").start().unwrap();
+    let addr = agent.local_addr();
+    assert_eq!(get(addr, "version").0, 401);
+    let (status, _) = post(
+        addr,
+        "setRules",
+        &[
+            ("type", "flow"),
+            ("data", r#"[{"resource":"R","count":1}]"#),
+        ],
+    );
+    assert_eq!(status, 401);
+    assert!(
+        fg.flow_rules().is_empty(),
+        "a rejected call changes nothing"
+    );
+    assert_eq!(get(addr, "setSwitch?value=false").0, 401);
+    assert!(fg.is_enabled());
+    assert_eq!(get(addr, "version?token=wrong").0, 401);
+    assert_eq!(get(addr, "version?token=s3cret").0, 200);
+    let request = format!(
+        "GET /version HTTP/1.1\r\nHost: {addr}\r\nX-Floodgate-Token: s3cret\r\nConnection: close\r\n\r\n"
+    );
+    assert_eq!(raw(addr, request.as_bytes()).0, 200);
+    let request = format!(
+        "GET /version HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer s3cret\r\nConnection: close\r\n\r\n"
+    );
+    assert_eq!(raw(addr, request.as_bytes()).0, 200);
+}
+
+#[test]
+fn exposing_the_api_needs_a_token() {
+    let (_clock, fg) = engine();
+    let err = builder(&fg)
+        .bind("0.0.0.0".parse().unwrap())
+        .start()
+        .unwrap_err();
+    assert!(
+        matches!(err, floodgate_transport::AgentError::InsecureBind(_)),
+        "{err}"
+    );
+    assert!(err.to_string().contains("without a token"));
+    let agent = builder(&fg)
+        .bind("0.0.0.0".parse().unwrap())
+        .token("t")
+        .start()
+        .unwrap();
+    assert_ne!(agent.port(), 0);
+}
+
+#[test]
+fn port_search_reports_the_port_in_use() {
+    let (_clock, fg) = engine();
+    let first = builder(&fg).start().unwrap();
+    let taken = first.port();
+    assert!(
+        builder(&fg).port(taken).start().is_err(),
+        "busy without a search"
+    );
+    let second = builder(&fg).port(taken).port_search(true).start().unwrap();
+    assert!(second.port() > taken);
+    assert_eq!(get(second.local_addr(), "version").0, 200);
+}

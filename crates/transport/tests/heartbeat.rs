@@ -1,0 +1,121 @@
+//! Heartbeats received by a real HTTP server, failover, and an app that keeps serving while the dashboard
+//! is down.
+
+mod support;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::routing::any;
+use floodgate_core::RuleType;
+use support::*;
+
+type Received = Arc<Mutex<Vec<(HashMap<String, String>, Option<String>)>>>;
+
+/// A dashboard stand-in on an ephemeral port that records `/registry/machine` calls.
+async fn dashboard() -> (SocketAddr, Received) {
+    let received: Received = Arc::default();
+    async fn register(State(r): State<Received>, headers: HeaderMap, body: Bytes) -> &'static str {
+        let form: HashMap<String, String> = form_urlencoded::parse(&body).into_owned().collect();
+        let token = headers
+            .get("x-floodgate-token")
+            .map(|v| v.to_str().unwrap_or_default().to_owned());
+        r.lock().unwrap().push((form, token));
+        r#"{"success":true,"code":0,"msg":"success","data":null}"#
+    }
+    let app = Router::new()
+        .route("/registry/machine", any(register))
+        .with_state(received.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (addr, received)
+}
+
+/// A port nothing listens on.
+fn dead_port() -> SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeats_carry_sentinels_parameters() {
+    let (dash, received) = dashboard().await;
+    let (_clock, fg) = engine();
+    let agent = builder(&fg)
+        .dashboard(dash.to_string())
+        .heartbeat_interval(Duration::from_millis(100))
+        .start()
+        .unwrap();
+    let port = agent.port();
+    assert!(eventually(|| received.lock().unwrap().len() >= 2));
+    let (form, token) = received.lock().unwrap()[0].clone();
+    assert_eq!(form["app"], "test-app");
+    assert_eq!(form["app_type"], "0");
+    assert_eq!(
+        form["v"], "1.8.9",
+        "≥ 1.7.1: the Java dashboard sends POST forms"
+    );
+    assert_eq!(
+        form["version"],
+        T0.to_string(),
+        "the time in ms on the engine's clock"
+    );
+    assert_eq!(
+        form["ip"], "127.0.0.1",
+        "the address that routes to the dashboard"
+    );
+    assert_eq!(form["port"], port.to_string());
+    assert!(!form["hostname"].is_empty());
+    assert!(!form.contains_key("token"));
+    assert_eq!(token, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failover_override_ip_and_token() {
+    let (dash, received) = dashboard().await;
+    let (_clock, fg) = engine();
+    let _agent = builder(&fg)
+        .dashboard(dead_port().to_string())
+        .dashboard(format!("http://{dash}"))
+        .heartbeat_ip("10.9.8.7")
+        .token("tok")
+        .heartbeat_interval(Duration::from_millis(100))
+        .start()
+        .unwrap();
+    assert!(
+        eventually(|| !received.lock().unwrap().is_empty()),
+        "the second dashboard got it"
+    );
+    let (form, token) = received.lock().unwrap()[0].clone();
+    assert_eq!(form["ip"], "10.9.8.7");
+    assert_eq!(form["token"], "tok");
+    assert_eq!(token.as_deref(), Some("tok"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_dashboard_never_stops_the_app() {
+    let (_clock, fg) = engine();
+    let agent = builder(&fg)
+        .dashboard(dead_port().to_string())
+        .heartbeat_interval(Duration::from_millis(50))
+        .start()
+        .unwrap();
+    let addr = agent.local_addr();
+    fg.load_rules_json(RuleType::Flow, r#"[{"resource":"R","count":1}]"#)
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (status, rules) = tokio::task::spawn_blocking(move || get(addr, "getRules?type=flow"))
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    assert!(rules.contains("\"resource\":\"R\""));
+    assert!(fg.entry("R").enter().is_ok());
+    assert!(fg.entry("R").enter().is_err(), "rules still enforced");
+}

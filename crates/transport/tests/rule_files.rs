@@ -1,0 +1,139 @@
+//! Rule files: loaded at start, reloaded on change, bad files rejected, pushed rules persisted so they
+//! survive a restart.
+
+mod support;
+
+use std::path::PathBuf;
+
+use floodgate_core::RuleType;
+use support::*;
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("floodgate-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn files_load_at_start_and_reload_on_change() {
+    let dir = temp_dir("reload");
+    let file = dir.join("flow.json");
+    std::fs::write(&file, r#"[{"resource":"R","count":5}]"#).unwrap();
+    let (_clock, fg) = engine();
+    let agent = builder(&fg)
+        .rule_file(RuleType::Flow, &file)
+        .start()
+        .unwrap();
+    assert_eq!(fg.flow_rules()[0].count, 5.0, "loaded at start");
+
+    std::fs::write(&file, r#"[{"resource":"R","count":7}]"#).unwrap();
+    assert!(
+        eventually(|| fg.flow_rules().first().map(|r| r.count) == Some(7.0)),
+        "reloaded"
+    );
+
+    // A bad file keeps the rules in force and says why.
+    std::fs::write(&file, r#"[{"resource":"R","count":-1}]"#).unwrap();
+    assert!(eventually(|| agent
+        .rule_files()
+        .last_error(RuleType::Flow)
+        .is_some()));
+    assert_eq!(
+        agent.rule_files().last_error(RuleType::Flow).unwrap(),
+        "rule 0: `count` must be a finite number ≥ 0, got -1"
+    );
+    assert_eq!(fg.flow_rules()[0].count, 7.0);
+    std::fs::write(&file, "not json").unwrap();
+    assert!(eventually(|| agent
+        .rule_files()
+        .last_error(RuleType::Flow)
+        .is_some_and(|e| e.starts_with("invalid JSON"))));
+    assert_eq!(fg.flow_rules()[0].count, 7.0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn pushed_rules_survive_a_restart() {
+    let dir = temp_dir("persist");
+    let file = dir.join("rules").join("flow.json");
+    {
+        let (_clock, fg) = engine();
+        let agent = builder(&fg)
+            .rule_file(RuleType::Flow, &file)
+            .start()
+            .unwrap();
+        let (status, body) = post(
+            agent.local_addr(),
+            "setRules",
+            &[
+                ("type", "flow"),
+                ("data", r#"[{"resource":"a+b","count":3.5}]"#),
+            ],
+        );
+        assert_eq!((status, body.as_str()), (200, "success"));
+        let written = std::fs::read_to_string(&file).unwrap();
+        assert!(written.contains("\"a+b\""), "{written}");
+        agent.shutdown();
+    }
+    // A new process: the file brings the pushed rules back.
+    let (_clock, fg) = engine();
+    let _agent = builder(&fg)
+        .rule_file(RuleType::Flow, &file)
+        .start()
+        .unwrap();
+    assert_eq!(fg.flow_rules().len(), 1);
+    assert_eq!(fg.flow_rules()[0].resource, "a+b");
+    assert_eq!(fg.flow_rules()[0].count, 3.5);
+    let leftovers: Vec<_> = std::fs::read_dir(file.parent().unwrap())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "atomic write leaves no temp file");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_empty_file_changes_nothing() {
+    let dir = temp_dir("empty");
+    let file = dir.join("flow.json");
+    std::fs::write(&file, r#"[{"resource":"R","count":5}]"#).unwrap();
+    let (_clock, fg) = engine();
+    let agent = builder(&fg)
+        .rule_file(RuleType::Flow, &file)
+        .start()
+        .unwrap();
+    std::fs::write(&file, "").unwrap();
+    std::fs::write(&file, "[]").unwrap();
+    assert!(eventually(|| fg.flow_rules().is_empty()), "`[]` clears");
+    assert!(agent.rule_files().last_error(RuleType::Flow).is_none());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_failed_write_is_a_partial_success() {
+    let dir = temp_dir("unwritable");
+    // The rule file's path is a directory: the rules load, the write fails.
+    let file = dir.join("flow.json");
+    std::fs::create_dir_all(file.join("occupied")).unwrap();
+    let (_clock, fg) = engine();
+    let agent = builder(&fg)
+        .rule_file(RuleType::Flow, &file)
+        .start()
+        .unwrap();
+    let (status, body) = post(
+        agent.local_addr(),
+        "setRules",
+        &[
+            ("type", "flow"),
+            ("data", r#"[{"resource":"R","count":1}]"#),
+        ],
+    );
+    assert_eq!(
+        (status, body.as_str()),
+        (200, "partial success (write data source failed)")
+    );
+    assert_eq!(fg.flow_rules().len(), 1, "loaded even though not persisted");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,120 @@
+//! An axum service whose routes are guarded by Floodgate, with the agent started so that a dashboard can
+//! watch it and change its rules. A small traffic generator calls the service so there is something to see.
+//!
+//! Run with `cargo run --example agent_app --features transport` (add `-- 30` to stop after 30 s).
+//! Then, from another shell:
+//!
+//! ```text
+//! curl 'http://127.0.0.1:8719/getRules?type=flow'
+//! curl 'http://127.0.0.1:8719/metric?startTime=0&maxLines=20'
+//! curl -d 'type=flow' --data-urlencode 'data=[{"resource":"GET /orders/{id}","count":2}]' http://127.0.0.1:8719/setRules
+//! ```
+//!
+//! The agent reads `FLOODGATE_DASHBOARD`, `FLOODGATE_APP_NAME`, `FLOODGATE_RULES_FLOW`, … from the
+//! environment (see `floodgate::transport::AgentConfig`).
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use floodgate::transport::Agent;
+use floodgate::{BlockKind, EntryType, Floodgate, RuleType};
+
+/// Guards every route by its template (`GET /orders/{id}`, never the raw path).
+async fn guard(State(fg): State<Floodgate>, request: Request, next: Next) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or("unmatched", MatchedPath::as_str);
+    let resource = format!("{} {route}", request.method());
+    match fg.entry(&resource).entry_type(EntryType::In).enter() {
+        Ok(entry) => {
+            let response = next.run(request).await;
+            if response.status().is_server_error() {
+                entry.trace(&std::io::Error::other("5xx"));
+            }
+            response
+        }
+        Err(block) if block.kind() == BlockKind::Flow => {
+            (StatusCode::TOO_MANY_REQUESTS, "blocked by flow control").into_response()
+        }
+        Err(block) => (StatusCode::SERVICE_UNAVAILABLE, block.to_string()).into_response(),
+    }
+}
+
+async fn order() -> &'static str {
+    "an order"
+}
+
+async fn health() -> &'static str {
+    "ok"
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let seconds: Option<u64> = std::env::args().nth(1).and_then(|s| s.parse().ok());
+    let fg = Floodgate::default();
+    fg.load_rules_json(
+        RuleType::Flow,
+        r#"[{"resource":"GET /orders/{id}","count":10}]"#,
+    )?;
+    let agent = Agent::builder(fg.clone())
+        .config(floodgate::transport::AgentConfig {
+            app_name: "agent-app".into(),
+            port_search: true,
+            ..floodgate::transport::AgentConfig::from_env()?
+        })
+        .start()?;
+    println!("agent command API on http://{}", agent.local_addr());
+
+    let app = Router::new()
+        .route("/orders/{id}", get(order))
+        .route("/health", get(health))
+        .route_layer(middleware::from_fn_with_state(fg.clone(), guard));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    println!("service on http://{addr}");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    // Traffic: ~25 requests a second to the guarded route, over raw HTTP/1.1.
+    let traffic = tokio::spawn(async move {
+        let mut n = 0u64;
+        loop {
+            n += 1;
+            if let Ok(mut stream) = tokio::net::TcpStream::connect(addr).await {
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                let request = format!(
+                    "GET /orders/{n} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+                );
+                let _ = stream.write_all(request.as_bytes()).await;
+                let mut sink = Vec::new();
+                let _ = stream.read_to_end(&mut sink).await;
+            }
+            tokio::time::sleep(Duration::from_millis(40)).await;
+        }
+    });
+
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let mut elapsed = 0;
+    loop {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => break,
+            _ = tick.tick() => {
+                if let Some(node) = fg.cluster_node("GET /orders/{id}") {
+                    println!("GET /orders/{{id}}: {} passed/s, {} blocked/s", node.previous_pass_qps(), node.previous_block_qps());
+                }
+                elapsed += 1;
+                if seconds.is_some_and(|s| elapsed > s) {
+                    break;
+                }
+            }
+        }
+    }
+    traffic.abort();
+    agent.shutdown();
+    Ok(())
+}
