@@ -31,5 +31,5 @@ pub use floodgate_transport as transport;
 
 /// README's code blocks, compiled and run as doctests so the quick start stays true.
 #[doc = include_str!("../README.md")]
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "transport"))]
 pub struct ReadmeDoctests;
