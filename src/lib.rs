@@ -22,6 +22,10 @@ pub use floodgate_core::{
     SlotContext, SlotRegistration, StatisticSlot, SystemClock, TOTAL_INBOUND_TRAFFIC, TreeNodeKind,
     WindowError, entry, global, order, register_slot, set_global_default,
 };
+pub use floodgate_core::{
+    BreakerState, BreakerStateChange, BreakerStatus, DEFAULT_DEGRADE_RESOURCE,
+    DefaultCircuitBreakerSlot, DegradeGrade, DegradeRule, DegradeSlot,
+};
 
 /// README's code blocks, compiled and run as doctests so the quick start stays true.
 #[doc = include_str!("../README.md")]

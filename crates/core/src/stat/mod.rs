@@ -1,6 +1,6 @@
 //! Sliding-window statistics: tagged atomic cells, the LeapArray, and the per-second history.
 
-mod cell;
+pub(crate) mod cell;
 mod fast_div;
 mod leap_array;
 mod second_history;
