@@ -226,7 +226,13 @@ fn error_ratio_breaker_lifecycle() {
     assert!(!call(&clock, &fg, "R", 100));
     assert!(!call(&clock, &fg, "R", 100));
     clock.advance(ms(10_000));
-    assert!(call(&clock, &fg, "R", 100), "a successful probe");
+    let probe = fg.entry("R").enter().expect("a successful probe");
+    assert!(
+        !call(&clock, &fg, "R", 100),
+        "a concurrent request during HALF_OPEN is blocked"
+    );
+    clock.advance(ms(100));
+    drop(probe);
     assert_eq!(
         events.take(),
         [(Open, HalfOpen, None), (HalfOpen, Closed, None)]
@@ -359,12 +365,21 @@ fn error_count_breaker_lifecycle() {
     clock.set(T0 + 5 + 1999);
     assert!(!call(&clock, &fg, "R", 1));
     clock.set(T0 + 5 + 2000);
-    assert!(call_err(&clock, &fg, "R", true, 1));
+    let probe = fg.entry("R").enter().expect("the probe");
+    assert!(
+        !call(&clock, &fg, "R", 0),
+        "a concurrent request during HALF_OPEN is blocked"
+    );
+    probe.trace(&Boom);
+    clock.advance(ms(1));
+    drop(probe);
     assert_eq!(
         events.take(),
         [(Open, HalfOpen, None), (HalfOpen, Open, Some(1.0))]
     );
-    clock.advance(Duration::from_secs(2));
+    clock.advance(ms(1999));
+    assert!(!call(&clock, &fg, "R", 0));
+    clock.advance(ms(1));
     assert!(call_err(&clock, &fg, "R", false, 1));
     assert_eq!(
         events.take(),
