@@ -24,6 +24,10 @@ pub use floodgate_core::{
     SystemClock, TOTAL_INBOUND_TRAFFIC, TreeNodeKind, UnknownRuleType, WindowError, entry, global,
     order, register_slot, set_global_default,
 };
+pub use floodgate_core::{
+    BreakerState, BreakerStateChange, BreakerStatus, DEFAULT_DEGRADE_RESOURCE,
+    DefaultCircuitBreakerSlot, DegradeGrade, DegradeRule, DegradeSlot,
+};
 
 /// The agent (`floodgate-transport`): command API, heartbeats, metrics, rule files.
 #[cfg(feature = "transport")]

@@ -8,8 +8,8 @@
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-const BASE: usize = 32;
-const CHUNKS: usize = 26;
+pub(crate) const BASE: usize = 32;
+pub(crate) const CHUNKS: usize = 26;
 
 /// One chunk: slots set once each.
 type Chunk<T> = Box<[OnceLock<Box<T>>]>;
@@ -30,7 +30,7 @@ impl<T> Default for Arena<T> {
     }
 }
 
-fn locate(index: u32) -> (usize, usize) {
+pub(crate) fn locate(index: u32) -> (usize, usize) {
     let i = index as usize / BASE + 1;
     let chunk = (usize::BITS - 1 - i.leading_zeros()) as usize;
     let offset = index as usize - BASE * ((1 << chunk) - 1);

@@ -11,6 +11,7 @@ use rustc_hash::FxHashMap;
 use crate::arena::Arena;
 use crate::clock::{CachedClock, Clock};
 use crate::context::ContextBuilder;
+use crate::degrade::{BreakerStateChange, BreakerStatus, DegradeRule, DegradeRules};
 use crate::entry::EntryBuilder;
 use crate::entry_type::ResourceType;
 use crate::error_filter::ErrorFilter;
@@ -127,6 +128,7 @@ pub(crate) struct Inner {
     pub(crate) block_log: BlockLog,
     pub(crate) inbound: ClusterNode,
     pub(crate) flow: FlowRules,
+    pub(crate) degrade: DegradeRules,
     inbound_name: Arc<str>,
     resources: Arena<Resource>,
     resource_index: NameIndex,
@@ -209,7 +211,9 @@ impl Inner {
 
     /// Whether any rule names `resource` (such a resource is checked even past the resource cap).
     fn has_rules(&self, resource: &str) -> bool {
-        self.flow.snapshot().has_rules(resource) || self.chain.has_rules(resource)
+        self.flow.snapshot().has_rules(resource)
+            || self.degrade.snapshot().has_rules(resource)
+            || self.chain.has_rules(resource)
     }
 
     /// The cluster statistics of `resource` if it exists (never creates it).
@@ -466,6 +470,14 @@ impl Floodgate {
                     .collect::<Result<Vec<_>, _>>()?;
                 self.inner.flow.load(rules)
             }
+            RuleType::Degrade => {
+                let rules = items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, m)| DegradeRule::from_fields(RuleFields::new(i, m)))
+                    .collect::<Result<Vec<_>, _>>()?;
+                self.inner.degrade.load(rules)
+            }
             other => Err(RuleError::Unsupported(other)),
         }
     }
@@ -476,6 +488,13 @@ impl Floodgate {
             RuleType::Flow => {
                 to_json_array(self.inner.flow.snapshot().rules().map(FlowRule::to_json))
             }
+            RuleType::Degrade => to_json_array(
+                self.inner
+                    .degrade
+                    .snapshot()
+                    .rules()
+                    .map(DegradeRule::to_json),
+            ),
             _ => "[]".to_owned(),
         }
     }
@@ -496,6 +515,60 @@ impl Floodgate {
     /// What each flow rule's controller is doing (warm-up tokens, pacing interval), in load order.
     pub fn flow_status(&self) -> Vec<FlowStatus> {
         self.inner.flow.snapshot().statuses()
+    }
+
+    /// Loads a whole list of degrade rules (validated as [`load_rules_json`](Self::load_rules_json)
+    /// does). A rule equal in every field to one in force keeps its breakers' state; a changed rule
+    /// starts closed. A rule on resource `"*"` is a default rule: it applies, with a breaker per
+    /// resource, to every resource that has no degrade rule of its own.
+    pub fn load_degrade_rules(
+        &self,
+        rules: impl IntoIterator<Item = DegradeRule>,
+    ) -> Result<(), RuleError> {
+        self.inner.degrade.load(rules.into_iter().collect())
+    }
+
+    /// The degrade rules in force, in load order.
+    pub fn degrade_rules(&self) -> Vec<DegradeRule> {
+        self.inner.degrade.snapshot().rules().cloned().collect()
+    }
+
+    /// Every circuit breaker and its state: one per rule on a resource name, one per matched resource
+    /// for regex and default rules (those appear once a resource was entered).
+    pub fn circuit_breakers(&self) -> Vec<BreakerStatus> {
+        let now = self.inner.clock.now_ms();
+        self.inner.degrade.snapshot().statuses(now)
+    }
+
+    /// Calls `observer` on every breaker state change (replacing an observer of the same `name`).
+    /// Observers run on the thread that made the change, while it serves a request: keep them quick.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use floodgate_core::{BreakerState, DegradeRule, Floodgate, ManualClock};
+    ///
+    /// let fg = Floodgate::builder().clock(ManualClock::new(1_700_000_000_000)).build();
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let log = seen.clone();
+    /// fg.add_breaker_observer("log", move |e| log.lock().unwrap().push((e.previous, e.next, e.snapshot)));
+    /// fg.load_degrade_rules([DegradeRule::error_count("R", 0.0).time_window(10).min_request_amount(1)])?;
+    /// let entry = fg.entry("R").enter().unwrap();
+    /// entry.trace(&std::fmt::Error);
+    /// drop(entry);
+    /// assert_eq!(*seen.lock().unwrap(), [(BreakerState::Closed, BreakerState::Open, Some(1.0))]);
+    /// # Ok::<(), floodgate_core::RuleError>(())
+    /// ```
+    pub fn add_breaker_observer(
+        &self,
+        name: &str,
+        observer: impl Fn(&BreakerStateChange) + Send + Sync + 'static,
+    ) {
+        self.inner.degrade.observers.add(name, Arc::new(observer));
+    }
+
+    /// Removes the breaker observer called `name`; whether there was one.
+    pub fn remove_breaker_observer(&self, name: &str) -> bool {
+        self.inner.degrade.observers.remove(name)
     }
 
     /// The engine's clock.
@@ -900,6 +973,7 @@ impl FloodgateBuilder {
             errors: self.errors,
             inbound: ClusterNode::new(config.geometry),
             flow: FlowRules::new(config.cold_factor),
+            degrade: DegradeRules::default(),
             inbound_name: Arc::from(TOTAL_INBOUND_TRAFFIC),
             resources: Arena::default(),
             resource_index: NameIndex::default(),

@@ -38,6 +38,7 @@ mod arena;
 mod block;
 mod clock;
 mod context;
+mod degrade;
 mod engine;
 mod entry;
 mod entry_type;
@@ -54,6 +55,10 @@ mod stat;
 pub use block::{BlockError, BlockKind, BlockRule};
 pub use clock::{CachedClock, Clock, ManualClock, SystemClock};
 pub use context::ContextBuilder;
+pub use degrade::{
+    BreakerState, BreakerStateChange, BreakerStatus, DEFAULT_DEGRADE_RESOURCE,
+    DefaultCircuitBreakerSlot, DegradeGrade, DegradeRule, DegradeSlot,
+};
 pub use engine::{
     ConfigError, DEFAULT_CONTEXT_NAME, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_RESOURCES,
     DEFAULT_OCCUPY_TIMEOUT, EngineStats, Floodgate, FloodgateBuilder, MACHINE_ROOT, ResourceHandle,

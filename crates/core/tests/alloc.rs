@@ -88,3 +88,34 @@ fn flow_checks_and_rejections_allocate_nothing() {
     let stats = region.change();
     assert_eq!(stats.allocations, 0, "{stats:?}");
 }
+
+#[test]
+fn closed_circuit_breakers_allocate_nothing() {
+    use floodgate_core::DegradeRule;
+
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let clock = ManualClock::new(1_700_000_000_000);
+    let fg = Floodgate::builder().clock(clock.clone()).build();
+    fg.load_degrade_rules([
+        DegradeRule::error_ratio("R", 0.5).time_window(10),
+        DegradeRule::slow_ratio("*", 1000.0, 1.0).time_window(10),
+    ])
+    .unwrap();
+    // Warm up: the resources' breakers are found on their first entries.
+    for i in 0..3000u64 {
+        clock.set(1_700_000_000_000 + i);
+        drop(fg.entry("R").enter().unwrap());
+        drop(fg.entry("S").enter().unwrap());
+    }
+    let region = Region::new(GLOBAL);
+    for i in 0..10_000u64 {
+        clock.set(1_700_000_003_000 + i / 10);
+        drop(fg.entry("R").enter().unwrap());
+        drop(fg.entry("S").enter().unwrap());
+    }
+    let stats = region.change();
+    assert_eq!(
+        stats.allocations, 0,
+        "allocations during 20,000 entries: {stats:?}"
+    );
+}

@@ -1,0 +1,246 @@
+//! The degrade rules in force: an immutable snapshot behind an atomic pointer, and the breakers it drives.
+//!
+//! Each rule drives its own breakers: one for a rule on a resource name; one per matching resource,
+//! made on that resource's first entry, for a regex rule and for a default rule (resource `"*"`, applied
+//! to every resource that has no degrade rule of its own, Sentinel's `DefaultCircuitBreakerSlot`). Two
+//! identical rules never share a breaker (sharing one pinned it open in Sentinel: #2136, #3502).
+//!
+//! A load validates the whole list first (any invalid rule rejects it and changes nothing). Then every
+//! rule equal, in every field, to one in force keeps that rule's breakers, state and statistics included
+//! (each old rule is reused at most once, so duplicates stay distinct); a rule that changed in any field
+//! starts with closed breakers. Loading the list in force is a no-op.
+//!
+//! Readers (every entry) load the snapshot without a lock and find a resource's breakers by its id in a
+//! table the snapshot fills on the resource's first entry.
+
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
+use regex::Regex;
+use rustc_hash::FxHashMap;
+
+use super::breaker::Breaker;
+use super::observer::{BreakerStatus, Observers};
+use super::rule::DegradeRule;
+use super::table::ResourceTable;
+use crate::engine::Resource;
+use crate::rules::RuleError;
+
+/// The breakers of one rule.
+#[derive(Debug)]
+enum Binding {
+    /// A rule on one resource name.
+    Fixed(Arc<Breaker>),
+    /// A regex or default rule: a breaker per matching resource, by name.
+    PerResource(Mutex<FxHashMap<Arc<str>, Arc<Breaker>>>),
+}
+
+/// A rule in force and its breakers.
+#[derive(Debug)]
+pub(crate) struct RuleState {
+    rule: Arc<DegradeRule>,
+    binding: Binding,
+}
+
+impl RuleState {
+    fn new(rule: DegradeRule, observers: &Arc<Observers>) -> Self {
+        let rule = Arc::new(rule);
+        let binding = if rule.regex || rule.is_default() {
+            Binding::PerResource(Mutex::default())
+        } else {
+            Binding::Fixed(Arc::new(Breaker::new(
+                rule.clone(),
+                Arc::from(rule.resource.as_str()),
+                observers.clone(),
+            )))
+        };
+        RuleState { rule, binding }
+    }
+
+    /// The breaker of this rule for `resource` (made on first sight for a per-resource rule).
+    fn breaker_for(&self, resource: &Arc<str>, observers: &Arc<Observers>) -> Arc<Breaker> {
+        match &self.binding {
+            Binding::Fixed(b) => b.clone(),
+            Binding::PerResource(map) => {
+                let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
+                map.entry(resource.clone())
+                    .or_insert_with(|| {
+                        Arc::new(Breaker::new(
+                            self.rule.clone(),
+                            resource.clone(),
+                            observers.clone(),
+                        ))
+                    })
+                    .clone()
+            }
+        }
+    }
+
+    /// Every breaker of this rule, by resource name.
+    fn breakers(&self) -> Vec<Arc<Breaker>> {
+        match &self.binding {
+            Binding::Fixed(b) => vec![b.clone()],
+            Binding::PerResource(map) => {
+                let map = map.lock().unwrap_or_else(|e| e.into_inner());
+                let mut all: Vec<Arc<Breaker>> = map.values().cloned().collect();
+                all.sort_by(|a, b| a.resource.cmp(&b.resource));
+                all
+            }
+        }
+    }
+}
+
+/// The breakers that apply to one resource.
+#[derive(Debug, Default)]
+pub(crate) struct Resolved {
+    /// From the resource's own rules (by name and by regex): the degrade slot checks them.
+    pub(crate) explicit: Box<[Arc<Breaker>]>,
+    /// From the default rules, when the resource has no rule of its own: the default slot checks them.
+    pub(crate) defaults: Box<[Arc<Breaker>]>,
+}
+
+/// An immutable set of degrade rules.
+#[derive(Debug, Default)]
+pub(crate) struct DegradeSnapshot {
+    in_order: Vec<Arc<RuleState>>,
+    exact: FxHashMap<Box<str>, Vec<Arc<RuleState>>>,
+    regex: Vec<(Regex, Arc<RuleState>)>,
+    defaults: Vec<Arc<RuleState>>,
+    observers: Arc<Observers>,
+    by_resource: ResourceTable<Resolved>,
+}
+
+impl DegradeSnapshot {
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.in_order.is_empty()
+    }
+
+    /// The breakers of `resource` (found on its first entry, then by its id).
+    #[inline]
+    pub(crate) fn breakers(&self, resource: &Resource) -> Option<&Resolved> {
+        self.by_resource
+            .get_or_init(resource.id, || self.resolve(&resource.name))
+    }
+
+    #[cold]
+    fn resolve(&self, name: &Arc<str>) -> Resolved {
+        let mut explicit: Vec<Arc<Breaker>> = self
+            .exact
+            .get(&**name)
+            .into_iter()
+            .flatten()
+            .map(|s| s.breaker_for(name, &self.observers))
+            .collect();
+        explicit.extend(
+            self.regex
+                .iter()
+                .filter(|(re, _)| re.is_match(name))
+                .map(|(_, s)| s.breaker_for(name, &self.observers)),
+        );
+        let defaults = if explicit.is_empty() {
+            self.defaults
+                .iter()
+                .map(|s| s.breaker_for(name, &self.observers))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Resolved {
+            explicit: explicit.into_boxed_slice(),
+            defaults: defaults.into_boxed_slice(),
+        }
+    }
+
+    /// Whether a rule of its own (by name or regex, not a default rule) names `resource`.
+    pub(crate) fn has_rules(&self, resource: &str) -> bool {
+        self.exact.contains_key(resource) || self.regex.iter().any(|(re, _)| re.is_match(resource))
+    }
+
+    /// The rules in load order.
+    pub(crate) fn rules(&self) -> impl Iterator<Item = &DegradeRule> {
+        self.in_order.iter().map(|s| &*s.rule)
+    }
+
+    /// Every breaker in use, in rule order (a per-resource rule's breakers by resource name); a default
+    /// rule's breaker for a resource that now has rules of its own is left out.
+    pub(crate) fn statuses(&self, now: u64) -> Vec<BreakerStatus> {
+        self.in_order
+            .iter()
+            .flat_map(|s| s.breakers())
+            .filter(|b| !b.rule.is_default() || !self.has_rules(&b.resource))
+            .map(|b| b.status(now))
+            .collect()
+    }
+}
+
+/// The engine's degrade rules and breaker observers.
+#[derive(Debug, Default)]
+pub(crate) struct DegradeRules {
+    snapshot: ArcSwap<DegradeSnapshot>,
+    load_lock: Mutex<()>,
+    pub(crate) observers: Arc<Observers>,
+}
+
+impl DegradeRules {
+    /// The rules in force.
+    #[inline]
+    pub(crate) fn snapshot(&self) -> arc_swap::Guard<Arc<DegradeSnapshot>> {
+        self.snapshot.load()
+    }
+
+    /// Validates `rules` and puts them in force; on error nothing changes.
+    pub(crate) fn load(&self, rules: Vec<DegradeRule>) -> Result<(), RuleError> {
+        for (index, rule) in rules.iter().enumerate() {
+            rule.validate(index)?;
+        }
+        let _guard = self.load_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let old = self.snapshot.load_full();
+        if old.in_order.len() == rules.len() && old.rules().zip(&rules).all(|(a, b)| a == b) {
+            return Ok(());
+        }
+        let mut unused: Vec<Option<&Arc<RuleState>>> = old.in_order.iter().map(Some).collect();
+        let mut in_order = Vec::with_capacity(rules.len());
+        for rule in rules {
+            let kept = unused
+                .iter_mut()
+                .find(|s| s.is_some_and(|s| *s.rule == rule))
+                .and_then(Option::take);
+            in_order.push(match kept {
+                Some(state) => state.clone(),
+                None => Arc::new(RuleState::new(rule, &self.observers)),
+            });
+        }
+        let mut exact: FxHashMap<Box<str>, Vec<Arc<RuleState>>> = FxHashMap::default();
+        let mut regex = Vec::new();
+        let mut defaults = Vec::new();
+        for (index, state) in in_order.iter().enumerate() {
+            if state.rule.regex {
+                let re = Regex::new(&state.rule.resource).map_err(|e| {
+                    RuleError::invalid(
+                        index,
+                        "resource",
+                        format!("is not a valid regular expression: {e}"),
+                    )
+                })?;
+                regex.push((re, state.clone()));
+            } else if state.rule.is_default() {
+                defaults.push(state.clone());
+            } else {
+                exact
+                    .entry(Box::from(state.rule.resource.as_str()))
+                    .or_default()
+                    .push(state.clone());
+            }
+        }
+        self.snapshot.store(Arc::new(DegradeSnapshot {
+            in_order,
+            exact,
+            regex,
+            defaults,
+            observers: self.observers.clone(),
+            by_resource: ResourceTable::default(),
+        }));
+        Ok(())
+    }
+}

@@ -1,0 +1,324 @@
+//! `DegradeRule`: Sentinel's circuit-breaking rule, every field, default and JSON name.
+//!
+//! One `count` field means three things depending on the grade (Sentinel's design, kept for wire
+//! compatibility): the longest allowed response time in ms (slow-request ratio), the error ratio in
+//! `[0, 1]` (error ratio), or the error count (error count). [`DegradeGrade`] names them, and the loader
+//! validates `count` against the grade.
+
+use std::any::Any;
+
+use serde_json::{Map, Value, json};
+
+use crate::block::BlockRule;
+use crate::rules::{RuleError, RuleFields};
+
+/// The resource name of a default rule: it applies to every resource without a degrade rule of its own.
+pub const DEFAULT_DEGRADE_RESOURCE: &str = "*";
+
+/// What a circuit breaker watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum DegradeGrade {
+    /// The share of calls slower than `count` ms (JSON `0`, the default).
+    #[default]
+    SlowRequestRatio,
+    /// The share of calls that traced an error (JSON `1`); `count` is the ratio in `[0, 1]`.
+    ErrorRatio,
+    /// The number of calls that traced an error (JSON `2`).
+    ErrorCount,
+}
+
+impl DegradeGrade {
+    /// Sentinel's number for the grade.
+    pub fn as_i32(self) -> i32 {
+        match self {
+            DegradeGrade::SlowRequestRatio => 0,
+            DegradeGrade::ErrorRatio => 1,
+            DegradeGrade::ErrorCount => 2,
+        }
+    }
+}
+
+/// A circuit-breaking rule (Sentinel's `DegradeRule`). Each rule drives its own breaker.
+///
+/// ```
+/// use floodgate_core::{DegradeGrade, DegradeRule};
+///
+/// // Open for 10 s when at least half of the calls fail (5 calls at least, counted per second).
+/// let rule = DegradeRule::new("GET:/inventory", DegradeGrade::ErrorRatio, 0.5).time_window(10);
+/// assert_eq!((rule.min_request_amount, rule.stat_interval_ms), (5, 1000));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct DegradeRule {
+    /// Optional id (reported with blocks).
+    pub id: Option<i64>,
+    /// The resource: a name, a regular expression when `regex`, or `"*"` for a default rule.
+    pub resource: String,
+    /// The caller the rule is meant for (`default`); not used in checks, as in Sentinel.
+    pub limit_app: String,
+    /// What the breaker watches.
+    pub grade: DegradeGrade,
+    /// Slow-request ratio: the longest allowed response time in ms (a call is slow when its RT is
+    /// greater than `round(count)`). Error ratio: the ratio in `[0, 1]`, exceeded strictly, except that
+    /// 1.0 opens when every call in the window failed (Sentinel's never opens, #2554). Error count: the
+    /// count, exceeded strictly.
+    pub count: f64,
+    /// How long the breaker stays open before it lets one probe through, in seconds (> 0).
+    pub time_window: u32,
+    /// Calls a statistics window must hold before the breaker judges it (default 5).
+    pub min_request_amount: u32,
+    /// Slow-request ratio only: the share of slow calls above which the breaker opens (default 1.0,
+    /// which opens when every call is slow).
+    pub slow_ratio_threshold: f64,
+    /// The statistics window in ms (default 1000): one tumbling window aligned to multiples of it.
+    pub stat_interval_ms: u32,
+    /// Whether `resource` is a regular expression.
+    pub regex: bool,
+}
+
+impl DegradeRule {
+    /// A rule on `resource` of `grade` with threshold `count` and Sentinel's other defaults. Sentinel's
+    /// `timeWindow` defaults to 0, which is invalid; set it with [`time_window`](Self::time_window).
+    pub fn new(resource: impl Into<String>, grade: DegradeGrade, count: f64) -> Self {
+        DegradeRule {
+            id: None,
+            resource: resource.into(),
+            limit_app: "default".to_owned(),
+            grade,
+            count,
+            time_window: 0,
+            min_request_amount: 5,
+            slow_ratio_threshold: 1.0,
+            stat_interval_ms: 1000,
+            regex: false,
+        }
+    }
+
+    /// A slow-request-ratio rule: calls slower than `max_rt_ms` are slow.
+    pub fn slow_ratio(resource: impl Into<String>, max_rt_ms: f64, threshold: f64) -> Self {
+        DegradeRule::new(resource, DegradeGrade::SlowRequestRatio, max_rt_ms)
+            .slow_ratio_threshold(threshold)
+    }
+
+    /// An error-ratio rule.
+    pub fn error_ratio(resource: impl Into<String>, ratio: f64) -> Self {
+        DegradeRule::new(resource, DegradeGrade::ErrorRatio, ratio)
+    }
+
+    /// An error-count rule.
+    pub fn error_count(resource: impl Into<String>, count: f64) -> Self {
+        DegradeRule::new(resource, DegradeGrade::ErrorCount, count)
+    }
+
+    /// Sets how long the breaker stays open, in seconds.
+    pub fn time_window(mut self, seconds: u32) -> Self {
+        self.time_window = seconds;
+        self
+    }
+
+    /// Sets the calls a window must hold before it is judged.
+    pub fn min_request_amount(mut self, amount: u32) -> Self {
+        self.min_request_amount = amount;
+        self
+    }
+
+    /// Sets the slow-call share above which a slow-request-ratio breaker opens.
+    pub fn slow_ratio_threshold(mut self, threshold: f64) -> Self {
+        self.slow_ratio_threshold = threshold;
+        self
+    }
+
+    /// Sets the statistics window in ms.
+    pub fn stat_interval_ms(mut self, ms: u32) -> Self {
+        self.stat_interval_ms = ms;
+        self
+    }
+
+    /// Sets the caller the rule is meant for.
+    pub fn limit_app(mut self, limit_app: impl Into<String>) -> Self {
+        self.limit_app = limit_app.into();
+        self
+    }
+
+    /// Makes `resource` a regular expression.
+    pub fn regex(mut self) -> Self {
+        self.regex = true;
+        self
+    }
+
+    /// Sets the id.
+    pub fn id(mut self, id: i64) -> Self {
+        self.id = Some(id);
+        self
+    }
+
+    /// Whether this is a default rule (resource `"*"`), applied to resources without rules of their own.
+    pub fn is_default(&self) -> bool {
+        !self.regex && self.resource == DEFAULT_DEGRADE_RESOURCE
+    }
+
+    /// How long the breaker stays open, in ms.
+    pub(crate) fn recovery_ms(&self) -> u64 {
+        u64::from(self.time_window) * 1000
+    }
+
+    /// Checks the rule; `index` is its position in the list being loaded.
+    pub(crate) fn validate(&self, index: usize) -> Result<(), RuleError> {
+        let err = |field: &str, reason: String| Err(RuleError::invalid(index, field, reason));
+        if self.resource.trim().is_empty() {
+            return err("resource", "must not be blank".into());
+        }
+        if self.limit_app.trim().is_empty() {
+            return err("limitApp", "must not be blank".into());
+        }
+        if !self.count.is_finite() || self.count < 0.0 {
+            return err(
+                "count",
+                format!("must be a finite number ≥ 0, got {}", self.count),
+            );
+        }
+        if self.grade == DegradeGrade::ErrorRatio && self.count > 1.0 {
+            return err(
+                "count",
+                format!("must be an error ratio in [0, 1], got {}", self.count),
+            );
+        }
+        if self.time_window == 0 {
+            return err(
+                "timeWindow",
+                "must be > 0 (seconds the breaker stays open)".into(),
+            );
+        }
+        if self.min_request_amount == 0 {
+            return err("minRequestAmount", "must be > 0".into());
+        }
+        if self.stat_interval_ms == 0 {
+            return err("statIntervalMs", "must be > 0".into());
+        }
+        if self.grade == DegradeGrade::SlowRequestRatio
+            && !(0.0..=1.0).contains(&self.slow_ratio_threshold)
+        {
+            return err(
+                "slowRatioThreshold",
+                format!("must be in [0, 1], got {}", self.slow_ratio_threshold),
+            );
+        }
+        if self.regex {
+            if let Err(e) = regex::Regex::new(&self.resource) {
+                return err(
+                    "resource",
+                    format!("is not a valid regular expression: {e}"),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads a rule from Sentinel JSON.
+    pub(crate) fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {
+        let grade = match f.integer("grade")?.unwrap_or(0) {
+            0 => DegradeGrade::SlowRequestRatio,
+            1 => DegradeGrade::ErrorRatio,
+            2 => DegradeGrade::ErrorCount,
+            g => {
+                return Err(f.error(
+                    "grade",
+                    format!(
+                        "must be 0 (slow request ratio), 1 (error ratio) or 2 (error count), got {g}"
+                    ),
+                ));
+            }
+        };
+        let count = f.number("count")?.unwrap_or(0.0);
+        let mut rule = DegradeRule::new(f.string("resource")?.unwrap_or_default(), grade, count);
+        rule.id = f.integer("id")?;
+        if let Some(app) = f.string("limitApp")? {
+            if !app.trim().is_empty() {
+                rule.limit_app = app.to_owned();
+            }
+        }
+        let positive = |field: &str, default: u32| match f.integer(field)? {
+            None => Ok(default),
+            Some(v) if v <= 0 => Err(f.error(field, format!("must be > 0, got {v}"))),
+            Some(v) => {
+                u32::try_from(v).map_err(|_| f.error(field, format!("is out of range: {v}")))
+            }
+        };
+        rule.time_window = positive("timeWindow", 0)?;
+        rule.min_request_amount = positive("minRequestAmount", 5)?;
+        rule.stat_interval_ms = positive("statIntervalMs", 1000)?;
+        rule.slow_ratio_threshold = f.number("slowRatioThreshold")?.unwrap_or(1.0);
+        rule.regex = f.boolean("regex")?.unwrap_or(false);
+        rule.validate(f.index())?;
+        Ok(rule)
+    }
+
+    /// The rule as Sentinel JSON (nulls omitted).
+    pub(crate) fn to_json(&self) -> Map<String, Value> {
+        let mut m = Map::new();
+        if let Some(id) = self.id {
+            m.insert("id".into(), json!(id));
+        }
+        m.insert("resource".into(), json!(self.resource));
+        m.insert("limitApp".into(), json!(self.limit_app));
+        m.insert("grade".into(), json!(self.grade.as_i32()));
+        m.insert("count".into(), json!(self.count));
+        m.insert("timeWindow".into(), json!(self.time_window));
+        m.insert("minRequestAmount".into(), json!(self.min_request_amount));
+        m.insert(
+            "slowRatioThreshold".into(),
+            json!(self.slow_ratio_threshold),
+        );
+        m.insert("statIntervalMs".into(), json!(self.stat_interval_ms));
+        m.insert("regex".into(), json!(self.regex));
+        m
+    }
+}
+
+impl BlockRule for DegradeRule {
+    fn id(&self) -> Option<i64> {
+        self.id
+    }
+
+    fn limit_app(&self) -> &str {
+        &self.limit_app
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::parse_rule_array;
+
+    fn read(json: &str) -> Result<DegradeRule, RuleError> {
+        let items = parse_rule_array(json)?;
+        DegradeRule::from_fields(RuleFields::new(0, &items[0]))
+    }
+
+    #[test]
+    fn json_defaults_are_sentinels() {
+        let rule = read(r#"[{"resource":"R","count":50,"timeWindow":10}]"#).unwrap();
+        assert_eq!(rule.grade, DegradeGrade::SlowRequestRatio);
+        assert_eq!(rule.min_request_amount, 5);
+        assert_eq!(rule.slow_ratio_threshold, 1.0);
+        assert_eq!(rule.stat_interval_ms, 1000);
+        assert_eq!(rule.limit_app, "default");
+        assert!(!rule.regex && !rule.is_default());
+        assert_eq!(rule.recovery_ms(), 10_000);
+    }
+
+    #[test]
+    fn json_round_trips() {
+        let rule = DegradeRule::error_count("*", 3.0)
+            .time_window(5)
+            .min_request_amount(2)
+            .stat_interval_ms(2000)
+            .id(9);
+        assert!(rule.is_default());
+        let json = Value::Object(rule.to_json()).to_string();
+        assert_eq!(read(&format!("[{json}]")).unwrap(), rule);
+    }
+}

@@ -1,0 +1,174 @@
+//! DefaultCircuitBreakerSlot (−1500) and DegradeSlot (−1000): every breaker of the resource must pass.
+//!
+//! The degrade slot checks the breakers of the resource's own rules; the default slot checks those of
+//! the default rules (resource `"*"`), only for a resource without rules of its own. Both work the same
+//! way, in four steps:
+//!
+//! 1. **entry**: ask each breaker once ([`Breaker::try_pass`]). A closed breaker passes; an open one
+//!    blocks; an open one whose retry time has come reserves the probe, and the reservation (a
+//!    [`ProbeToken`]) is attached to the entry. If a breaker blocks, the reservations this slot made for
+//!    the same entry are released before the block is returned.
+//! 2. **on_pass** (the whole chain admitted the entry): commit the reservations, OPEN → HALF_OPEN.
+//! 3. **on_block** (a later slot blocked the entry): release them, silently, retry time unchanged.
+//! 4. **exit**: the probe's completion decides its breaker; every other breaker of the resource counts
+//!    the call (its RT and whether it traced an error; the batch count is ignored, as in Sentinel).
+
+use std::sync::Arc;
+
+use super::breaker::{Admission, Breaker, ProbeToken};
+use super::manager::Resolved;
+use crate::block::{BlockError, BlockKind, BlockRule};
+use crate::slot::{Attachment, ExitContext, Slot, SlotContext, order};
+
+/// Sentinel's `DegradeSlot`: the breakers of the resource's own degrade rules.
+#[derive(Debug, Default)]
+pub struct DegradeSlot;
+
+/// Sentinel's `DefaultCircuitBreakerSlot`: the breakers of the default rules (resource `"*"`), for
+/// resources without degrade rules of their own.
+#[derive(Debug, Default)]
+pub struct DefaultCircuitBreakerSlot;
+
+crate::register_slot!("degrade", order::DEGRADE, || Arc::new(DegradeSlot));
+crate::register_slot!(
+    "default_circuit_breaker",
+    order::DEFAULT_CIRCUIT_BREAKER,
+    || Arc::new(DefaultCircuitBreakerSlot)
+);
+
+/// Which slot: the resource's own rules, or the default rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Which {
+    Own,
+    Default,
+}
+
+impl Which {
+    fn list(self, resolved: &Resolved) -> &[Arc<Breaker>] {
+        match self {
+            Which::Own => &resolved.explicit,
+            Which::Default => &resolved.defaults,
+        }
+    }
+
+    /// This slot's probe, if `attachment` is one.
+    fn probe(self, attachment: &Attachment) -> Option<&ProbeToken> {
+        let token = attachment.downcast_ref::<ProbeToken>()?;
+        (token.breaker().rule.is_default() == (self == Which::Default)).then_some(token)
+    }
+}
+
+impl Slot for DegradeSlot {
+    #[inline]
+    fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
+        entry(cx, Which::Own)
+    }
+
+    fn on_pass(&self, cx: &mut SlotContext<'_>) {
+        commit(cx, Which::Own);
+    }
+
+    fn on_block(&self, cx: &mut SlotContext<'_>, _block: &BlockError) {
+        release(cx, Which::Own);
+    }
+
+    #[inline]
+    fn exit(&self, cx: &mut ExitContext<'_>) {
+        exit(cx, Which::Own);
+    }
+}
+
+impl Slot for DefaultCircuitBreakerSlot {
+    #[inline]
+    fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
+        entry(cx, Which::Default)
+    }
+
+    fn on_pass(&self, cx: &mut SlotContext<'_>) {
+        commit(cx, Which::Default);
+    }
+
+    fn on_block(&self, cx: &mut SlotContext<'_>, _block: &BlockError) {
+        release(cx, Which::Default);
+    }
+
+    #[inline]
+    fn exit(&self, cx: &mut ExitContext<'_>) {
+        exit(cx, Which::Default);
+    }
+}
+
+#[inline]
+fn entry(cx: &mut SlotContext<'_>, which: Which) -> Result<(), BlockError> {
+    let snapshot = cx.engine.degrade.snapshot();
+    if snapshot.is_empty() {
+        return Ok(());
+    }
+    let resource = cx.resource;
+    let Some(resolved) = snapshot.breakers(resource) else {
+        return Ok(());
+    };
+    let breakers = which.list(resolved);
+    if breakers.is_empty() {
+        return Ok(());
+    }
+    let mark = cx.attachments.len();
+    for breaker in breakers {
+        match breaker.try_pass(cx.now_ms) {
+            Admission::Pass => {}
+            Admission::Probe(token) => cx.attach(Arc::new(token)),
+            Admission::Block => {
+                // Dropping the tokens this call reserved releases them (nothing reported).
+                cx.attachments.truncate(mark);
+                return Err(cx
+                    .block(BlockKind::Degrade)
+                    .with_rule(breaker.rule.clone() as Arc<dyn BlockRule>));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn commit(cx: &mut SlotContext<'_>, which: Which) {
+    for attachment in &cx.attachments {
+        if let Some(token) = which.probe(attachment) {
+            token.commit(cx.now_ms);
+        }
+    }
+}
+
+fn release(cx: &mut SlotContext<'_>, which: Which) {
+    if !cx.attachments.is_empty() {
+        cx.attachments.retain(|a| which.probe(a).is_none());
+    }
+}
+
+#[inline]
+fn exit(cx: &mut ExitContext<'_>, which: Which) {
+    let (rt, error, now) = (cx.rt_ms, cx.error, cx.now_ms);
+    let mut probes = false;
+    for attachment in cx.attachments {
+        if let Some(token) = which.probe(attachment) {
+            token.complete(rt, error, now);
+            probes = true;
+        }
+    }
+    let snapshot = cx.engine.degrade.snapshot();
+    if snapshot.is_empty() {
+        return;
+    }
+    let Some(resolved) = snapshot.breakers(cx.resource) else {
+        return;
+    };
+    for breaker in which.list(resolved) {
+        let is_probe = probes
+            && cx.attachments.iter().any(|a| {
+                which
+                    .probe(a)
+                    .is_some_and(|t| Arc::ptr_eq(t.breaker(), breaker))
+            });
+        if !is_probe {
+            breaker.on_complete(rt, error, now);
+        }
+    }
+}
