@@ -24,6 +24,10 @@ pub use floodgate_core::{
     SystemClock, TOTAL_INBOUND_TRAFFIC, TreeNodeKind, UnknownRuleType, WindowError, entry, global,
     order, register_slot, set_global_default,
 };
+pub use floodgate_core::{
+    AuthorityRule, AuthoritySlot, AuthorityStrategy, ManualProbe, OsProbe, SystemLimit,
+    SystemLimitType, SystemProbe, SystemRule, SystemSlot, SystemStatus, SystemThresholds,
+};
 
 /// README's code blocks, compiled and run as doctests so the quick start stays true.
 #[doc = include_str!("../README.md")]
