@@ -25,6 +25,10 @@ pub use floodgate_core::{
     order, register_slot, set_global_default,
 };
 pub use floodgate_core::{
+    AuthorityRule, AuthoritySlot, AuthorityStrategy, ManualProbe, OsProbe, SystemLimit,
+    SystemLimitType, SystemProbe, SystemRule, SystemSlot, SystemStatus, SystemThresholds,
+};
+pub use floodgate_core::{
     BreakerState, BreakerStateChange, BreakerStatus, DEFAULT_DEGRADE_RESOURCE,
     DefaultCircuitBreakerSlot, DegradeGrade, DegradeRule, DegradeSlot,
 };

@@ -9,6 +9,7 @@ use arc_swap::ArcSwapOption;
 use rustc_hash::FxHashMap;
 
 use crate::arena::Arena;
+use crate::authority::{AuthorityRule, AuthorityRules};
 use crate::clock::{CachedClock, Clock};
 use crate::context::ContextBuilder;
 use crate::degrade::{BreakerStateChange, BreakerStatus, DegradeRule, DegradeRules};
@@ -24,6 +25,7 @@ use crate::node::{
 use crate::rules::{RuleError, RuleFields, RuleType, parse_rule_array, to_json_array};
 use crate::slot::{BlockLog, ChainEdit, Slot, SlotChain};
 use crate::stat::WindowError;
+use crate::system::{OsProbe, SystemProbe, SystemRule, SystemRules, SystemStatus};
 
 /// Sentinel's name of the context entries run in when none was entered.
 pub const DEFAULT_CONTEXT_NAME: &str = "sentinel_default_context";
@@ -129,6 +131,8 @@ pub(crate) struct Inner {
     pub(crate) inbound: ClusterNode,
     pub(crate) flow: FlowRules,
     pub(crate) degrade: DegradeRules,
+    pub(crate) authority: AuthorityRules,
+    pub(crate) system: SystemRules,
     inbound_name: Arc<str>,
     resources: Arena<Resource>,
     resource_index: NameIndex,
@@ -213,6 +217,7 @@ impl Inner {
     fn has_rules(&self, resource: &str) -> bool {
         self.flow.snapshot().has_rules(resource)
             || self.degrade.snapshot().has_rules(resource)
+            || self.authority.snapshot().has_rules(resource)
             || self.chain.has_rules(resource)
     }
 
@@ -478,11 +483,30 @@ impl Floodgate {
                     .collect::<Result<Vec<_>, _>>()?;
                 self.inner.degrade.load(rules)
             }
+            RuleType::Authority => {
+                let rules = items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, m)| AuthorityRule::from_fields(RuleFields::new(i, m)))
+                    .collect::<Result<Vec<_>, _>>()?;
+                self.inner.authority.load(rules)
+            }
+            RuleType::System => {
+                let rules = items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, m)| SystemRule::from_fields(RuleFields::new(i, m)))
+                    .collect::<Result<Vec<_>, _>>()?;
+                self.inner.system.load(rules)
+            }
             other => Err(RuleError::Unsupported(other)),
         }
     }
 
-    /// The rules in force of type `rule_type`, as Sentinel JSON.
+    /// The rules in force of type `rule_type`, as Sentinel JSON. Authority and system rules are returned
+    /// as loaded: ignored duplicate authority rules included, and the system rules as a list rather than
+    /// Sentinel's one synthesized rule per dimension (the merged thresholds are in
+    /// [`system_status`](Self::system_status)).
     pub fn rules_json(&self, rule_type: RuleType) -> String {
         match rule_type {
             RuleType::Flow => {
@@ -494,6 +518,21 @@ impl Floodgate {
                     .snapshot()
                     .rules()
                     .map(DegradeRule::to_json),
+            ),
+            RuleType::Authority => to_json_array(
+                self.inner
+                    .authority
+                    .snapshot()
+                    .rules()
+                    .map(AuthorityRule::to_json),
+            ),
+            RuleType::System => to_json_array(
+                self.inner
+                    .system
+                    .snapshot()
+                    .rules()
+                    .iter()
+                    .map(SystemRule::to_json),
             ),
             _ => "[]".to_owned(),
         }
@@ -569,6 +608,42 @@ impl Floodgate {
     /// Removes the breaker observer called `name`; whether there was one.
     pub fn remove_breaker_observer(&self, name: &str) -> bool {
         self.inner.degrade.observers.remove(name)
+    }
+
+    /// Loads a whole list of authority rules (validated as [`load_rules_json`](Self::load_rules_json)
+    /// does). Only the first rule of a resource applies; the others are kept in the list but ignored.
+    pub fn load_authority_rules(
+        &self,
+        rules: impl IntoIterator<Item = AuthorityRule>,
+    ) -> Result<(), RuleError> {
+        self.inner.authority.load(rules.into_iter().collect())
+    }
+
+    /// The authority rules in force, in load order (ignored duplicates included).
+    pub fn authority_rules(&self) -> Vec<AuthorityRule> {
+        self.inner.authority.snapshot().rules().cloned().collect()
+    }
+
+    /// Loads a whole list of system rules (validated as [`load_rules_json`](Self::load_rules_json)
+    /// does). They merge by the minimum per dimension; an empty list turns system protection off.
+    pub fn load_system_rules(
+        &self,
+        rules: impl IntoIterator<Item = SystemRule>,
+    ) -> Result<(), RuleError> {
+        self.inner.system.load(rules.into_iter().collect())
+    }
+
+    /// The system rules in force, as loaded. (Sentinel's `getRules` answers one synthesized rule per
+    /// dimension instead; the merged thresholds are in [`system_status`](Self::system_status).)
+    pub fn system_rules(&self) -> Vec<SystemRule> {
+        self.inner.system.snapshot().rules().to_vec()
+    }
+
+    /// The system probe's load average and CPU usage (`None` when unavailable) and the merged
+    /// thresholds in force. Reading it starts the probe's sampler, so the first readings of the real
+    /// probe may be unavailable; the inbound traffic figures are in [`inbound_node`](Self::inbound_node).
+    pub fn system_status(&self) -> SystemStatus {
+        self.inner.system.status()
     }
 
     /// The engine's clock.
@@ -823,6 +898,7 @@ pub struct FloodgateBuilder {
     edits: Vec<ChainEdit>,
     errors: ErrorFilter,
     block_log_file: Option<std::path::PathBuf>,
+    system_probe: Option<Arc<dyn SystemProbe>>,
 }
 
 impl fmt::Debug for FloodgateBuilder {
@@ -830,6 +906,7 @@ impl fmt::Debug for FloodgateBuilder {
         f.debug_struct("FloodgateBuilder")
             .field("clock", &self.clock)
             .field("edits", &self.edits)
+            .field("system_probe", &self.system_probe)
             .finish_non_exhaustive()
     }
 }
@@ -849,6 +926,7 @@ impl Default for FloodgateBuilder {
             edits: Vec::new(),
             errors: ErrorFilter::default(),
             block_log_file: None,
+            system_probe: None,
         }
     }
 }
@@ -914,6 +992,14 @@ impl FloodgateBuilder {
         self
     }
 
+    /// Where system rules read the load average and CPU usage (default: [`OsProbe`], which samples
+    /// `/proc` and the cgroup file system once a second). Tests inject a
+    /// [`ManualProbe`](crate::ManualProbe).
+    pub fn system_probe(mut self, probe: impl SystemProbe) -> Self {
+        self.system_probe = Some(Arc::new(probe));
+        self
+    }
+
     /// Appends the aggregated block log (Sentinel's `sentinel-block.log` lines) to `path`.
     pub fn block_log_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
         self.block_log_file = Some(path.into());
@@ -974,6 +1060,11 @@ impl FloodgateBuilder {
             inbound: ClusterNode::new(config.geometry),
             flow: FlowRules::new(config.cold_factor),
             degrade: DegradeRules::default(),
+            authority: AuthorityRules::default(),
+            system: SystemRules::new(
+                self.system_probe
+                    .unwrap_or_else(|| Arc::new(OsProbe::new()) as Arc<dyn SystemProbe>),
+            ),
             inbound_name: Arc::from(TOTAL_INBOUND_TRAFFIC),
             resources: Arena::default(),
             resource_index: NameIndex::default(),

@@ -33,8 +33,11 @@
 //! * [`Slot`]s, registered with an order ([`register_slot!`]) and assembled per engine by
 //!   [`FloodgateBuilder`].
 //! * Contexts ([`ContextBuilder`]): named call trees with an origin, for sync and async code.
+//! * Rules: [`FlowRule`]; [`AuthorityRule`] (white/black lists of origins); [`SystemRule`] (adaptive
+//!   protection of inbound traffic by QPS, concurrency, RT, load and CPU, read from a [`SystemProbe`]).
 
 mod arena;
+mod authority;
 mod block;
 mod clock;
 mod context;
@@ -51,7 +54,9 @@ mod param;
 mod rules;
 mod slot;
 mod stat;
+mod system;
 
+pub use authority::{AuthorityRule, AuthoritySlot, AuthorityStrategy};
 pub use block::{BlockError, BlockKind, BlockRule};
 pub use clock::{CachedClock, Clock, ManualClock, SystemClock};
 pub use context::ContextBuilder;
@@ -78,6 +83,10 @@ pub use slot::{
     SlotContext, SlotRegistration, StatisticSlot, order, utc_datetime,
 };
 pub use stat::WindowError;
+pub use system::{
+    ManualProbe, OsProbe, SystemLimit, SystemLimitType, SystemProbe, SystemRule, SystemSlot,
+    SystemStatus, SystemThresholds,
+};
 
 #[doc(hidden)]
 pub use inventory;

@@ -200,9 +200,15 @@ impl Shared {
                 block.resource()
             }),
             kind: block.kind(),
-            limit_app: block
-                .rule()
-                .map_or_else(|| "default".to_owned(), |r| r.limit_app().to_owned()),
+            // Sentinel's AuthorityException reports the refused origin as its limitApp (the rule's
+            // comma-separated list would break the line's fields).
+            limit_app: if block.kind() == BlockKind::Authority && !overflow {
+                origin.to_owned()
+            } else {
+                block
+                    .rule()
+                    .map_or_else(|| "default".to_owned(), |r| r.limit_app().to_owned())
+            },
             origin: if overflow {
                 String::new()
             } else {

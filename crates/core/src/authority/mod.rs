@@ -1,0 +1,9 @@
+//! Authority: white and black lists of callers (origins) per resource, and the slot that checks them.
+
+mod manager;
+mod rule;
+mod slot;
+
+pub(crate) use manager::AuthorityRules;
+pub use rule::{AuthorityRule, AuthorityStrategy};
+pub use slot::AuthoritySlot;

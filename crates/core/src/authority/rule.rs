@@ -1,0 +1,218 @@
+//! `AuthorityRule`: a white or black list of callers for one resource (Sentinel's `AuthorityRule`).
+//!
+//! `limitApp` is a comma-separated list of origins. The list is split on `,` and each token is compared
+//! with the caller's origin **exactly**: `"appA, appB"` holds the tokens `appA` and ` appB` (with the
+//! space), so the origin `appB` is not in it. A white list (`strategy` 0, the default) admits only the
+//! origins it names; a black list (`strategy` 1) refuses the origins it names. An entry without an origin
+//! always passes.
+
+use std::any::Any;
+
+use serde_json::{Map, Value, json};
+
+use crate::block::BlockRule;
+use crate::rules::{RuleError, RuleFields};
+
+/// Whether an authority rule's list admits or refuses the origins it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum AuthorityStrategy {
+    /// Only the listed origins pass (JSON `0`, the default).
+    #[default]
+    White,
+    /// The listed origins are blocked (JSON `1`).
+    Black,
+}
+
+impl AuthorityStrategy {
+    fn code(self) -> i64 {
+        match self {
+            AuthorityStrategy::White => 0,
+            AuthorityStrategy::Black => 1,
+        }
+    }
+}
+
+/// An authority rule (Sentinel's `AuthorityRule`). Only the first rule of a resource applies; later rules
+/// for the same resource are kept in the list but ignored.
+///
+/// ```
+/// use floodgate_core::{AuthorityRule, AuthorityStrategy};
+///
+/// let rule = AuthorityRule::white("GET:/orders", "web,mobile");
+/// assert_eq!(rule.strategy, AuthorityStrategy::White);
+/// assert!(rule.lists("web"));
+/// assert!(!rule.lists("batch"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthorityRule {
+    /// Optional id (reported with blocks).
+    pub id: Option<i64>,
+    /// The resource (a regular expression that must match the whole name when `regex`).
+    pub resource: String,
+    /// The comma-separated origins (required, not blank).
+    pub limit_app: String,
+    /// White or black list.
+    pub strategy: AuthorityStrategy,
+    /// Whether `resource` is a regular expression.
+    pub regex: bool,
+}
+
+impl AuthorityRule {
+    /// A rule on `resource` listing the origins in `limit_app` (comma-separated), with `strategy`.
+    pub fn new(
+        resource: impl Into<String>,
+        limit_app: impl Into<String>,
+        strategy: AuthorityStrategy,
+    ) -> Self {
+        AuthorityRule {
+            id: None,
+            resource: resource.into(),
+            limit_app: limit_app.into(),
+            strategy,
+            regex: false,
+        }
+    }
+
+    /// A white list: only the origins in `limit_app` pass.
+    pub fn white(resource: impl Into<String>, limit_app: impl Into<String>) -> Self {
+        Self::new(resource, limit_app, AuthorityStrategy::White)
+    }
+
+    /// A black list: the origins in `limit_app` are blocked.
+    pub fn black(resource: impl Into<String>, limit_app: impl Into<String>) -> Self {
+        Self::new(resource, limit_app, AuthorityStrategy::Black)
+    }
+
+    /// Makes `resource` a regular expression (matched against the whole resource name).
+    pub fn regex(mut self) -> Self {
+        self.regex = true;
+        self
+    }
+
+    /// Sets the id.
+    pub fn id(mut self, id: i64) -> Self {
+        self.id = Some(id);
+        self
+    }
+
+    /// Whether `origin` is one of the comma-separated tokens of `limit_app` (exact comparison).
+    pub fn lists(&self, origin: &str) -> bool {
+        self.limit_app.split(',').any(|app| app == origin)
+    }
+
+    /// Whether an entry from `origin` passes this rule. An empty origin always passes.
+    pub fn admits(&self, origin: &str) -> bool {
+        if origin.is_empty() {
+            return true;
+        }
+        match self.strategy {
+            AuthorityStrategy::White => self.lists(origin),
+            AuthorityStrategy::Black => !self.lists(origin),
+        }
+    }
+
+    /// Checks the rule; `index` is its position in the list being loaded.
+    pub(crate) fn validate(&self, index: usize) -> Result<(), RuleError> {
+        let err = |field: &str, reason: String| Err(RuleError::invalid(index, field, reason));
+        if self.resource.trim().is_empty() {
+            return err("resource", "must not be blank".into());
+        }
+        if self.limit_app.trim().is_empty() {
+            return err(
+                "limitApp",
+                "must list the origins (comma-separated), got a blank value".into(),
+            );
+        }
+        if self.regex {
+            if let Err(e) = regex::Regex::new(&self.resource) {
+                return err(
+                    "resource",
+                    format!("is not a valid regular expression: {e}"),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads a rule from Sentinel JSON.
+    pub(crate) fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {
+        let strategy = match f.integer("strategy")?.unwrap_or(0) {
+            0 => AuthorityStrategy::White,
+            1 => AuthorityStrategy::Black,
+            s => {
+                return Err(f.error(
+                    "strategy",
+                    format!("must be 0 (white list) or 1 (black list), got {s}"),
+                ));
+            }
+        };
+        let rule = AuthorityRule {
+            id: f.integer("id")?,
+            resource: f.string("resource")?.unwrap_or_default().to_owned(),
+            limit_app: f.string("limitApp")?.unwrap_or_default().to_owned(),
+            strategy,
+            regex: f.boolean("regex")?.unwrap_or(false),
+        };
+        rule.validate(f.index())?;
+        Ok(rule)
+    }
+
+    /// The rule as Sentinel JSON (nulls omitted).
+    pub(crate) fn to_json(&self) -> Map<String, Value> {
+        let mut m = Map::new();
+        if let Some(id) = self.id {
+            m.insert("id".into(), json!(id));
+        }
+        m.insert("resource".into(), json!(self.resource));
+        m.insert("limitApp".into(), json!(self.limit_app));
+        m.insert("strategy".into(), json!(self.strategy.code()));
+        m.insert("regex".into(), json!(self.regex));
+        m
+    }
+}
+
+impl BlockRule for AuthorityRule {
+    fn id(&self) -> Option<i64> {
+        self.id
+    }
+
+    fn limit_app(&self) -> &str {
+        &self.limit_app
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sentinel_checker_table() {
+        // AuthorityRuleCheckerTest: origin appA.
+        let origin = "appA";
+        assert!(AuthorityRule::white("R", "appA,appB").admits(origin));
+        assert!(!AuthorityRule::white("R", "appB").admits(origin));
+        assert!(!AuthorityRule::black("R", "appA").admits(origin));
+        assert!(AuthorityRule::black("R", "appC").admits(origin));
+    }
+
+    #[test]
+    fn tokens_are_compared_exactly() {
+        let rule = AuthorityRule::white("R", "appB, appE");
+        assert!(rule.lists("appB"));
+        assert!(!rule.lists("appE"), "the token is ` appE`");
+        assert!(rule.lists(" appE"));
+        assert!(!rule.lists("app"), "no substring match");
+        assert!(!AuthorityRule::white("R", "appAB").lists("appA"));
+    }
+
+    #[test]
+    fn an_empty_origin_passes_both_lists() {
+        assert!(AuthorityRule::white("R", "appA").admits(""));
+        assert!(AuthorityRule::black("R", "appA").admits(""));
+        assert!(AuthorityRule::black("R", "appA,").admits(""));
+    }
+}

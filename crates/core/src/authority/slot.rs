@@ -1,0 +1,43 @@
+//! AuthoritySlot (−6000): the caller's origin must pass the resource's white or black list.
+//!
+//! An entry without an origin passes at once. Otherwise the first authority rule of the resource (and
+//! every regex rule matching its name) must admit the origin: a white list admits only the origins it
+//! lists, a black list refuses them. A refusal is a [`BlockKind::Authority`] block carrying the
+//! [`AuthorityRule`](super::AuthorityRule).
+
+use std::sync::Arc;
+
+use crate::block::{BlockError, BlockKind, BlockRule};
+use crate::slot::{Hooks, Slot, SlotContext, order};
+
+/// Sentinel's `AuthoritySlot`.
+#[derive(Debug, Default)]
+pub struct AuthoritySlot;
+
+impl Slot for AuthoritySlot {
+    #[inline]
+    fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
+        if cx.origin.is_empty() {
+            return Ok(());
+        }
+        let snapshot = cx.engine.authority.snapshot();
+        if snapshot.is_empty() {
+            return Ok(());
+        }
+        let Some(found) = snapshot.rules_for(cx.resource()) else {
+            return Ok(());
+        };
+        match found.refusing(cx.origin) {
+            None => Ok(()),
+            Some(rule) => Err(cx
+                .block(BlockKind::Authority)
+                .with_rule(rule.clone() as Arc<dyn BlockRule>)),
+        }
+    }
+
+    fn hooks(&self) -> Hooks {
+        Hooks::ENTRY
+    }
+}
+
+crate::register_slot!("authority", order::AUTHORITY, || Arc::new(AuthoritySlot));

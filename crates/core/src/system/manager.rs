@@ -1,0 +1,123 @@
+//! The system rules in force: the list as loaded, the merged thresholds, and the probe they read.
+//!
+//! A load validates the whole list (any invalid rule rejects it and changes nothing), merges it by the
+//! minimum per dimension and swaps in an immutable snapshot holding one pre-built [`SystemLimit`] per
+//! dimension, so a block allocates nothing. When a load or CPU threshold comes into force the probe is
+//! started.
+
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
+
+use super::limit::{SystemLimit, SystemLimitType, SystemThresholds};
+use super::probe::SystemProbe;
+use super::rule::SystemRule;
+use crate::rules::RuleError;
+
+/// An immutable set of system rules.
+#[derive(Debug)]
+pub(crate) struct SystemSnapshot {
+    rules: Vec<SystemRule>,
+    pub(crate) thresholds: SystemThresholds,
+    limits: [Arc<SystemLimit>; 5],
+}
+
+impl SystemSnapshot {
+    fn new(rules: Vec<SystemRule>) -> Self {
+        let thresholds = SystemThresholds::merge(&rules);
+        let limits = SystemLimitType::ALL.map(|limit_type| {
+            let threshold = match limit_type {
+                SystemLimitType::Qps => thresholds.qps,
+                SystemLimitType::Thread => thresholds.max_thread.map(|t| t as f64),
+                SystemLimitType::Rt => thresholds.avg_rt.map(|t| t as f64),
+                SystemLimitType::Load => thresholds.highest_system_load,
+                SystemLimitType::Cpu => thresholds.highest_cpu_usage,
+            };
+            Arc::new(SystemLimit {
+                limit_type,
+                threshold: threshold.unwrap_or(f64::INFINITY),
+            })
+        });
+        SystemSnapshot {
+            rules,
+            thresholds,
+            limits,
+        }
+    }
+
+    /// Whether any dimension is on.
+    #[inline]
+    pub(crate) fn is_active(&self) -> bool {
+        !self.thresholds.is_empty()
+    }
+
+    /// The block rule of a dimension.
+    #[inline]
+    pub(crate) fn limit(&self, limit_type: SystemLimitType) -> &Arc<SystemLimit> {
+        &self.limits[limit_type as usize]
+    }
+
+    /// The rules as loaded.
+    pub(crate) fn rules(&self) -> &[SystemRule] {
+        &self.rules
+    }
+}
+
+/// What system protection sees now: the probe's readings and the thresholds in force.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SystemStatus {
+    /// The load average, `None` when unavailable (then the load dimension does not block).
+    pub load_average: Option<f64>,
+    /// The CPU usage ratio, `None` when unavailable (then the CPU dimension does not block).
+    pub cpu_usage: Option<f64>,
+    /// The merged thresholds of the system rules in force.
+    pub thresholds: SystemThresholds,
+}
+
+/// The engine's system rules and probe.
+#[derive(Debug)]
+pub(crate) struct SystemRules {
+    snapshot: ArcSwap<SystemSnapshot>,
+    pub(crate) probe: Arc<dyn SystemProbe>,
+    load_lock: Mutex<()>,
+}
+
+impl SystemRules {
+    pub(crate) fn new(probe: Arc<dyn SystemProbe>) -> Self {
+        SystemRules {
+            snapshot: ArcSwap::from_pointee(SystemSnapshot::new(Vec::new())),
+            probe,
+            load_lock: Mutex::new(()),
+        }
+    }
+
+    /// The rules in force.
+    #[inline]
+    pub(crate) fn snapshot(&self) -> arc_swap::Guard<Arc<SystemSnapshot>> {
+        self.snapshot.load()
+    }
+
+    /// Validates `rules` and puts them in force; on error nothing changes.
+    pub(crate) fn load(&self, rules: Vec<SystemRule>) -> Result<(), RuleError> {
+        for (index, rule) in rules.iter().enumerate() {
+            rule.validate(index)?;
+        }
+        let snapshot = SystemSnapshot::new(rules);
+        if snapshot.thresholds.reads_probe() {
+            self.probe.start();
+        }
+        let _guard = self.load_lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.snapshot.store(Arc::new(snapshot));
+        Ok(())
+    }
+
+    /// The probe's readings and the thresholds in force (starts the probe).
+    pub(crate) fn status(&self) -> SystemStatus {
+        self.probe.start();
+        SystemStatus {
+            load_average: self.probe.load_average(),
+            cpu_usage: self.probe.cpu_usage(),
+            thresholds: self.snapshot().thresholds,
+        }
+    }
+}

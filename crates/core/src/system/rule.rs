@@ -1,0 +1,162 @@
+//! `SystemRule`: thresholds for the whole process's inbound traffic (Sentinel's `SystemRule`).
+//!
+//! A rule sets any of five dimensions; an unset dimension is `None` here and `-1` (or absent) in JSON:
+//!
+//! | JSON | field | meaning |
+//! |---|---|---|
+//! | `highestSystemLoad` | [`highest_system_load`](SystemRule::highest_system_load) | load average above which BBR decides |
+//! | `highestCpuUsage` | [`highest_cpu_usage`](SystemRule::highest_cpu_usage) | CPU usage ratio in `0..=1` |
+//! | `qps` | [`qps`](SystemRule::qps) | inbound passes per second |
+//! | `avgRt` | [`avg_rt`](SystemRule::avg_rt) | average inbound response time, ms |
+//! | `maxThread` | [`max_thread`](SystemRule::max_thread) | inbound requests in flight |
+//!
+//! Several rules merge by the minimum per dimension (see [`SystemThresholds`](super::SystemThresholds)).
+//! Where Sentinel ignores a CPU threshold above 1 and lets the last rule of a list decide whether system
+//! protection is on at all (SY-03), Floodgate rejects an invalid rule with an error naming it, and a
+//! dimension is on whenever any rule sets it.
+
+use serde_json::{Map, Value, json};
+
+use crate::rules::{RuleError, RuleFields};
+
+/// A system rule. Build one with the setters:
+///
+/// ```
+/// use floodgate_core::SystemRule;
+///
+/// let rule = SystemRule::new().qps(1500.0).max_thread(40);
+/// assert_eq!((rule.qps, rule.max_thread, rule.avg_rt), (Some(1500.0), Some(40), None));
+/// ```
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SystemRule {
+    /// Optional id.
+    pub id: Option<i64>,
+    /// Load average threshold (≥ 0).
+    pub highest_system_load: Option<f64>,
+    /// CPU usage threshold, a ratio in `0..=1`.
+    pub highest_cpu_usage: Option<f64>,
+    /// Inbound pass QPS threshold (≥ 0; 0 blocks every inbound entry).
+    pub qps: Option<f64>,
+    /// Average inbound response time threshold, ms.
+    pub avg_rt: Option<u64>,
+    /// Inbound requests in flight, at most.
+    pub max_thread: Option<u64>,
+}
+
+impl SystemRule {
+    /// A rule that sets nothing.
+    pub fn new() -> Self {
+        SystemRule::default()
+    }
+
+    /// Sets the load average threshold.
+    pub fn highest_system_load(mut self, load: f64) -> Self {
+        self.highest_system_load = Some(load);
+        self
+    }
+
+    /// Sets the CPU usage threshold (a ratio in `0..=1`).
+    pub fn highest_cpu_usage(mut self, usage: f64) -> Self {
+        self.highest_cpu_usage = Some(usage);
+        self
+    }
+
+    /// Sets the inbound QPS threshold.
+    pub fn qps(mut self, qps: f64) -> Self {
+        self.qps = Some(qps);
+        self
+    }
+
+    /// Sets the average response time threshold in ms.
+    pub fn avg_rt(mut self, ms: u64) -> Self {
+        self.avg_rt = Some(ms);
+        self
+    }
+
+    /// Sets the in-flight threshold.
+    pub fn max_thread(mut self, threads: u64) -> Self {
+        self.max_thread = Some(threads);
+        self
+    }
+
+    /// Sets the id.
+    pub fn id(mut self, id: i64) -> Self {
+        self.id = Some(id);
+        self
+    }
+
+    /// Checks the rule; `index` is its position in the list being loaded.
+    pub(crate) fn validate(&self, index: usize) -> Result<(), RuleError> {
+        let fields = [
+            ("highestSystemLoad", self.highest_system_load),
+            ("highestCpuUsage", self.highest_cpu_usage),
+            ("qps", self.qps),
+        ];
+        for (field, value) in fields {
+            if let Some(v) = value {
+                if !v.is_finite() || v < 0.0 {
+                    return Err(RuleError::invalid(
+                        index,
+                        field,
+                        format!("must be a finite number ≥ 0, or -1 for unset, got {v}"),
+                    ));
+                }
+            }
+        }
+        if let Some(cpu) = self.highest_cpu_usage {
+            if cpu > 1.0 {
+                return Err(RuleError::invalid(
+                    index,
+                    "highestCpuUsage",
+                    format!("must be a ratio between 0 and 1, got {cpu}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads a rule from Sentinel JSON: `-1` or an absent field is unset; another negative value is an
+    /// error.
+    pub(crate) fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {
+        let number = |field: &str| -> Result<Option<f64>, RuleError> {
+            match f.number(field)? {
+                Some(-1.0) => Ok(None),
+                v => Ok(v),
+            }
+        };
+        let whole = |field: &str| -> Result<Option<u64>, RuleError> {
+            match f.integer(field)? {
+                None | Some(-1) => Ok(None),
+                Some(v) => u64::try_from(v)
+                    .map(Some)
+                    .map_err(|_| f.error(field, format!("must be ≥ 0, or -1 for unset, got {v}"))),
+            }
+        };
+        let rule = SystemRule {
+            id: f.integer("id")?,
+            highest_system_load: number("highestSystemLoad")?,
+            highest_cpu_usage: number("highestCpuUsage")?,
+            qps: number("qps")?,
+            avg_rt: whole("avgRt")?,
+            max_thread: whole("maxThread")?,
+        };
+        rule.validate(f.index())?;
+        Ok(rule)
+    }
+
+    /// The rule as Sentinel JSON: every dimension, `-1` when unset.
+    pub(crate) fn to_json(&self) -> Map<String, Value> {
+        let mut m = Map::new();
+        if let Some(id) = self.id {
+            m.insert("id".into(), json!(id));
+        }
+        let real = |v: Option<f64>| v.map_or(json!(-1.0), |v| json!(v));
+        let whole = |v: Option<u64>| v.map_or(json!(-1), |v| json!(v));
+        m.insert("highestSystemLoad".into(), real(self.highest_system_load));
+        m.insert("highestCpuUsage".into(), real(self.highest_cpu_usage));
+        m.insert("qps".into(), real(self.qps));
+        m.insert("avgRt".into(), whole(self.avg_rt));
+        m.insert("maxThread".into(), whole(self.max_thread));
+        m
+    }
+}
