@@ -5,7 +5,7 @@ mod support;
 
 use std::time::Duration;
 
-use floodgate_core::{EntryType, RuleType};
+use floodgate_core::{Clock, EntryType, RuleType};
 use serde_json::Value;
 use support::*;
 
@@ -265,6 +265,8 @@ fn node_commands() {
     let status: Value = serde_json::from_str(&status).unwrap();
     assert_eq!(status["qps"], 1.0);
     assert_eq!(status["t"], 0);
+    assert_eq!(status["load"], 1.5);
+    assert_eq!(status["cpu"], 0.25);
 }
 
 #[test]
@@ -312,7 +314,18 @@ fn metric_lines_parse_back_to_the_stored_values() {
     );
     assert_eq!(one.lines().count(), 1);
     let (_, capped) = get(addr, &format!("metric?startTime={T0}&maxLines=1"));
-    assert_eq!(capped.lines().count(), 1);
+    let capped: Vec<&str> = capped.lines().collect();
+    assert_eq!(
+        capped.len(),
+        3,
+        "one line, then the system lines: {capped:?}"
+    );
+    assert!(
+        capped[1].contains("|__system_load__|15000|"),
+        "{}",
+        capped[1]
+    );
+    assert!(capped[2].contains("|__cpu_usage__|2500|"), "{}", capped[2]);
     assert_eq!(
         get(addr, "metric"),
         (200, String::new()),
@@ -385,4 +398,64 @@ fn port_search_reports_the_port_in_use() {
     let second = builder(&fg).port(taken).port_search(true).start().unwrap();
     assert!(second.port() > taken);
     assert_eq!(get(second.local_addr(), "version").0, 200);
+}
+
+#[test]
+fn circuit_breaker_states_are_visible() {
+    let (clock, fg) = engine();
+    let agent = builder(&fg).start().unwrap();
+    let addr = agent.local_addr();
+    let data = r#"[{"resource":"R","grade":2,"count":0,"timeWindow":10,"minRequestAmount":1}]"#;
+    assert_eq!(
+        post(addr, "setRules", &[("type", "degrade"), ("data", data)]).0,
+        200
+    );
+    let (_, states) = get(addr, "circuitBreakers");
+    let states: Value = serde_json::from_str(&states).unwrap();
+    assert_eq!(states[0]["resource"], "R");
+    assert_eq!(states[0]["state"], "CLOSED");
+    let e = fg.entry("R").enter().unwrap();
+    e.trace(&std::fmt::Error);
+    drop(e);
+    let (_, states) = get(addr, "circuitBreakers");
+    let states: Value = serde_json::from_str(&states).unwrap();
+    assert_eq!(states[0]["state"], "OPEN");
+    assert_eq!(states[0]["retryAt"], clock.now_ms() + 10_000);
+    assert_eq!(states[0]["rule"]["grade"], 2);
+}
+
+#[test]
+fn every_rule_type_round_trips_through_the_api() {
+    let (_clock, fg) = engine();
+    let agent = builder(&fg).start().unwrap();
+    let addr = agent.local_addr();
+    let payloads = [
+        (
+            "degrade",
+            r#"[{"count":200.0,"grade":0,"limitApp":"default","minRequestAmount":5,"regex":false,"resource":"GET:/api/hello","slowRatioThreshold":0.5,"statIntervalMs":1000,"timeWindow":10}]"#,
+        ),
+        (
+            "system",
+            r#"[{"avgRt":-1,"highestCpuUsage":-1.0,"highestSystemLoad":-1.0,"maxThread":-1,"qps":500.0,"regex":false}]"#,
+        ),
+        (
+            "authority",
+            r#"[{"limitApp":"appA,appB","regex":false,"resource":"res","strategy":1}]"#,
+        ),
+    ];
+    for (t, data) in payloads {
+        assert_eq!(
+            post(addr, "setRules", &[("type", t), ("data", data)]),
+            (200, "success".to_owned()),
+            "{t}"
+        );
+        let (status, back) = get(addr, &format!("getRules?type={t}"));
+        assert_eq!(status, 200);
+        let back: Value = serde_json::from_str(&back).unwrap();
+        assert_eq!(back.as_array().unwrap().len(), 1, "{t}: {back}");
+    }
+    assert!(
+        fg.entry("res").origin("appA").enter().is_err(),
+        "the authority rule applies"
+    );
 }

@@ -29,14 +29,18 @@ pub(crate) fn basic_info(state: &CommandState) -> String {
     .to_string()
 }
 
+/// Sentinel's keys for the inbound traffic, plus the probe's `load` and `cpu` (`null` when unavailable).
 pub(crate) fn system_status(state: &CommandState) -> String {
     let inbound = state.fg.inbound_node();
+    let system = state.fg.system_status();
     json!({
         "rqps": inbound.success_qps(),
         "qps": inbound.pass_qps(),
         "b": inbound.block_qps(),
         "r": inbound.avg_rt(),
         "t": inbound.cur_thread_num(),
+        "load": system.load_average,
+        "cpu": system.cpu_usage,
     })
     .to_string()
 }

@@ -7,7 +7,11 @@
 //! served from the agent's in-memory store (the last 5 minutes by default). `startTime` is required (an
 //! empty answer without it, as in Sentinel); with `endTime` the lines of `[startTime, endTime]` are returned,
 //! optionally only those of `identity`; without it, lines from `startTime` on up to `maxLines` (default
-//! 6000, at most 12000), finishing the last second.
+//! 6000, at most 12000), finishing the last second. Without `identity`, two lines for the current second
+//! follow as in Sentinel: `__system_load__` and `__cpu_usage__` with the reading × 10000 as pass QPS
+//! (omitted while the probe's reading is unavailable).
+
+use floodgate_core::MetricLine;
 
 use super::{CommandState, Params};
 use crate::metric_store::thin_line;
@@ -44,6 +48,31 @@ pub(crate) fn metric(state: &CommandState, params: &Params) -> String {
                 }
                 last_second = Some(line.timestamp);
                 count += 1;
+                out.push_str(&thin_line(&line));
+                out.push('\n');
+            }
+        }
+    }
+    if params.non_blank("identity").is_none() {
+        let now = state.fg.clock().now_ms();
+        let system = state.fg.system_status();
+        for (name, value) in [
+            ("__system_load__", system.load_average),
+            ("__cpu_usage__", system.cpu_usage),
+        ] {
+            if let Some(value) = value {
+                let line = MetricLine {
+                    timestamp: now - now % 1000,
+                    resource: name.into(),
+                    pass_qps: (value * 10_000.0).round().max(0.0) as u64,
+                    block_qps: 0,
+                    success_qps: 0,
+                    exception_qps: 0,
+                    rt: 0,
+                    occupied_pass_qps: 0,
+                    concurrency: 0,
+                    classification: 0,
+                };
                 out.push_str(&thin_line(&line));
                 out.push('\n');
             }

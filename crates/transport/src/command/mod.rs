@@ -149,6 +149,10 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
         "set sentinel switch, accept param: value={true|false}",
     ),
     ("getClusterMode", "get cluster mode status"),
+    (
+        "circuitBreakers",
+        "get the state of every circuit breaker (Floodgate)",
+    ),
 ];
 
 /// The command router: every path is a command name.
@@ -255,6 +259,7 @@ async fn run(state: &CommandState, command: &str, params: &Params) -> Result<Str
         "getSwitch" => Ok(info::get_switch(state)),
         "setSwitch" => info::set_switch(state, params),
         "getClusterMode" => Ok(info::get_cluster_mode()),
+        "circuitBreakers" => Ok(rules::circuit_breakers(state)),
         other => Err(CommandError::bad_request(format!(
             "Unknown command `{other}`"
         ))),

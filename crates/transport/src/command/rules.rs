@@ -6,6 +6,7 @@
 //! Sentinel does.
 
 use floodgate_core::RuleType;
+use serde_json::{Value, json};
 
 use super::{CommandError, CommandState, Params};
 
@@ -59,4 +60,34 @@ pub(crate) async fn set_param_flow_rules(
         .non_blank("data")
         .ok_or_else(|| CommandError::bad_request("Bad data"))?;
     load(state, RuleType::ParamFlow, data)
+}
+
+/// Every circuit breaker: resource, state (`CLOSED`/`OPEN`/`HALF_OPEN`), retry time, the current window's
+/// counts and the rule — what Sentinel users asked for (#913) and no Sentinel command gives.
+pub(crate) fn circuit_breakers(state: &CommandState) -> String {
+    let list: Vec<Value> = state
+        .fg
+        .circuit_breakers()
+        .iter()
+        .map(|b| {
+            json!({
+                "resource": &*b.resource,
+                "state": b.state.as_str(),
+                "retryAt": b.retry_at_ms,
+                "windowStart": b.window_start_ms,
+                "total": b.total,
+                "bad": b.bad,
+                "rule": {
+                    "resource": b.rule.resource,
+                    "grade": b.rule.grade.as_i32(),
+                    "count": b.rule.count,
+                    "timeWindow": b.rule.time_window,
+                    "minRequestAmount": b.rule.min_request_amount,
+                    "slowRatioThreshold": b.rule.slow_ratio_threshold,
+                    "statIntervalMs": b.rule.stat_interval_ms,
+                },
+            })
+        })
+        .collect();
+    Value::Array(list).to_string()
 }

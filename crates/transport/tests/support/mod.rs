@@ -6,16 +6,20 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use floodgate_core::{Floodgate, ManualClock};
+use floodgate_core::{Floodgate, ManualClock, ManualProbe};
 use floodgate_transport::{Agent, AgentBuilder};
 
 /// The tests' start time.
 pub const T0: u64 = 1_700_000_000_000;
 
-/// An engine on a manual clock.
+/// An engine on a manual clock, with a system probe that reads load 1.5 and CPU 25 %.
 pub fn engine() -> (ManualClock, Floodgate) {
     let clock = ManualClock::new(T0);
-    (clock.clone(), Floodgate::builder().clock(clock).build())
+    let fg = Floodgate::builder()
+        .clock(clock.clone())
+        .system_probe(ManualProbe::with(Some(1.5), Some(0.25)))
+        .build();
+    (clock, fg)
 }
 
 /// An agent builder on an ephemeral loopback port.
