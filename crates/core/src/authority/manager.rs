@@ -13,7 +13,7 @@ use regex::Regex;
 use rustc_hash::FxHashMap;
 
 use super::rule::AuthorityRule;
-use crate::rules::RuleError;
+use crate::rules::{Published, RuleError};
 
 /// The rules that apply to one resource, in check order.
 pub(crate) type Applicable = Arc<[Arc<AuthorityRule>]>;
@@ -101,7 +101,7 @@ impl AuthoritySnapshot {
 /// The engine's authority rules.
 #[derive(Debug, Default)]
 pub(crate) struct AuthorityRules {
-    snapshot: ArcSwap<AuthoritySnapshot>,
+    snapshot: Published<AuthoritySnapshot>,
     load_lock: Mutex<()>,
 }
 
@@ -117,6 +117,12 @@ fn whole_match(index: usize, resource: &str) -> Result<Regex, RuleError> {
 }
 
 impl AuthorityRules {
+    /// Whether any authority rule is in force.
+    #[inline]
+    pub(crate) fn in_force(&self) -> bool {
+        self.snapshot.in_force()
+    }
+
     /// The rules in force.
     #[inline]
     pub(crate) fn snapshot(&self) -> arc_swap::Guard<Arc<AuthoritySnapshot>> {
@@ -145,13 +151,17 @@ impl AuthorityRules {
             }
         }
         let _guard = self.load_lock.lock().unwrap_or_else(|e| e.into_inner());
-        self.snapshot.store(Arc::new(AuthoritySnapshot {
-            in_order,
-            exact,
-            regex,
-            matched: ArcSwap::default(),
-            matched_lock: Mutex::new(()),
-        }));
+        let in_force = !in_order.is_empty();
+        self.snapshot.store(
+            Arc::new(AuthoritySnapshot {
+                in_order,
+                exact,
+                regex,
+                matched: ArcSwap::default(),
+                matched_lock: Mutex::new(()),
+            }),
+            in_force,
+        );
         Ok(())
     }
 }

@@ -20,6 +20,9 @@ impl Slot for AuthoritySlot {
         if cx.origin.is_empty() {
             return Ok(());
         }
+        if !cx.engine.authority.in_force() {
+            return Ok(());
+        }
         let snapshot = cx.engine.authority.snapshot();
         if snapshot.is_empty() {
             return Ok(());

@@ -15,7 +15,6 @@
 
 use std::sync::{Arc, Mutex};
 
-use arc_swap::ArcSwap;
 use regex::Regex;
 use rustc_hash::FxHashMap;
 
@@ -24,7 +23,7 @@ use super::observer::{BreakerStatus, Observers};
 use super::rule::DegradeRule;
 use super::table::ResourceTable;
 use crate::engine::Resource;
-use crate::rules::RuleError;
+use crate::rules::{Published, RuleError};
 
 /// The breakers of one rule.
 #[derive(Debug)]
@@ -177,12 +176,18 @@ impl DegradeSnapshot {
 /// The engine's degrade rules and breaker observers.
 #[derive(Debug, Default)]
 pub(crate) struct DegradeRules {
-    snapshot: ArcSwap<DegradeSnapshot>,
+    snapshot: Published<DegradeSnapshot>,
     load_lock: Mutex<()>,
     pub(crate) observers: Arc<Observers>,
 }
 
 impl DegradeRules {
+    /// Whether any degrade rule is in force.
+    #[inline]
+    pub(crate) fn in_force(&self) -> bool {
+        self.snapshot.in_force()
+    }
+
     /// The rules in force.
     #[inline]
     pub(crate) fn snapshot(&self) -> arc_swap::Guard<Arc<DegradeSnapshot>> {
@@ -233,14 +238,18 @@ impl DegradeRules {
                     .push(state.clone());
             }
         }
-        self.snapshot.store(Arc::new(DegradeSnapshot {
-            in_order,
-            exact,
-            regex,
-            defaults,
-            observers: self.observers.clone(),
-            by_resource: ResourceTable::default(),
-        }));
+        let in_force = !in_order.is_empty();
+        self.snapshot.store(
+            Arc::new(DegradeSnapshot {
+                in_order,
+                exact,
+                regex,
+                defaults,
+                observers: self.observers.clone(),
+                by_resource: ResourceTable::default(),
+            }),
+            in_force,
+        );
         Ok(())
     }
 }

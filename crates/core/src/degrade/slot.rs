@@ -100,6 +100,9 @@ impl Slot for DefaultCircuitBreakerSlot {
 
 #[inline]
 fn entry(cx: &mut SlotContext<'_>, which: Which) -> Result<(), BlockError> {
+    if !cx.engine.degrade.in_force() {
+        return Ok(());
+    }
     let snapshot = cx.engine.degrade.snapshot();
     if snapshot.is_empty() {
         return Ok(());
@@ -152,6 +155,9 @@ fn exit(cx: &mut ExitContext<'_>, which: Which) {
             token.complete(rt, error, now);
             probes = true;
         }
+    }
+    if !cx.engine.degrade.in_force() {
+        return;
     }
     let snapshot = cx.engine.degrade.snapshot();
     if snapshot.is_empty() {

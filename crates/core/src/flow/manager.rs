@@ -7,7 +7,6 @@
 //! force is a no-op.
 
 use std::ops::Deref;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -19,7 +18,7 @@ use super::rule::{ControlBehavior, FlowGrade, FlowRule};
 use super::{
     RejectController, ThrottlingController, WarmUpController, WarmUpRateLimiterController,
 };
-use crate::rules::RuleError;
+use crate::rules::{Published, RuleError};
 
 /// How a rule shapes traffic, with its state.
 #[derive(Debug)]
@@ -235,9 +234,7 @@ impl FlowSnapshot {
 /// The engine's flow rules.
 #[derive(Debug)]
 pub(crate) struct FlowRules {
-    snapshot: ArcSwap<FlowSnapshot>,
-    /// Whether no rule is in force: one relaxed load spares the snapshot load on the common path.
-    empty: AtomicBool,
+    snapshot: Published<FlowSnapshot>,
     load_lock: Mutex<()>,
     cold_factor: f64,
 }
@@ -245,17 +242,16 @@ pub(crate) struct FlowRules {
 impl FlowRules {
     pub(crate) fn new(cold_factor: f64) -> Self {
         FlowRules {
-            snapshot: ArcSwap::default(),
-            empty: AtomicBool::new(true),
+            snapshot: Published::default(),
             load_lock: Mutex::new(()),
             cold_factor,
         }
     }
 
-    /// Whether no flow rule is in force.
+    /// Whether any flow rule is in force.
     #[inline]
-    pub(crate) fn is_empty(&self) -> bool {
-        self.empty.load(Ordering::Relaxed)
+    pub(crate) fn in_force(&self) -> bool {
+        self.snapshot.in_force()
     }
 
     /// The rules in force.
@@ -308,17 +304,20 @@ impl FlowRules {
                     .push(state.clone());
             }
         }
-        self.empty.store(in_order.is_empty(), Ordering::Relaxed);
-        self.snapshot.store(Arc::new(FlowSnapshot {
-            in_order,
-            exact: exact
-                .into_iter()
-                .map(|(k, v)| (k, ResourceRules::new(v)))
-                .collect(),
-            regex,
-            matched: ArcSwap::default(),
-            matched_lock: Mutex::new(()),
-        }));
+        let in_force = !in_order.is_empty();
+        self.snapshot.store(
+            Arc::new(FlowSnapshot {
+                in_order,
+                exact: exact
+                    .into_iter()
+                    .map(|(k, v)| (k, ResourceRules::new(v)))
+                    .collect(),
+                regex,
+                matched: ArcSwap::default(),
+                matched_lock: Mutex::new(()),
+            }),
+            in_force,
+        );
         Ok(())
     }
 }

@@ -30,7 +30,7 @@ pub struct FlowSlot;
 impl Slot for FlowSlot {
     #[inline]
     fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
-        if cx.engine.flow.is_empty() {
+        if !cx.engine.flow.in_force() {
             return Ok(());
         }
         let snapshot = cx.engine.flow.snapshot();

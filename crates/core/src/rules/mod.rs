@@ -7,6 +7,7 @@
 //! numbers, unknown fields ignored on input, nulls omitted on output.
 
 mod json;
+mod published;
 
 use std::fmt;
 use std::str::FromStr;
@@ -14,6 +15,7 @@ use std::str::FromStr;
 use thiserror::Error;
 
 pub(crate) use json::{RuleFields, parse_rule_array, to_json_array};
+pub(crate) use published::Published;
 
 /// The kinds of rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -7,12 +7,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use arc_swap::ArcSwap;
-
 use super::limit::{SystemLimit, SystemLimitType, SystemThresholds};
 use super::probe::SystemProbe;
 use super::rule::SystemRule;
-use crate::rules::RuleError;
+use crate::rules::{Published, RuleError};
 
 /// An immutable set of system rules.
 #[derive(Debug)]
@@ -77,7 +75,7 @@ pub struct SystemStatus {
 /// The engine's system rules and probe.
 #[derive(Debug)]
 pub(crate) struct SystemRules {
-    snapshot: ArcSwap<SystemSnapshot>,
+    snapshot: Published<SystemSnapshot>,
     pub(crate) probe: Arc<dyn SystemProbe>,
     load_lock: Mutex<()>,
 }
@@ -85,10 +83,16 @@ pub(crate) struct SystemRules {
 impl SystemRules {
     pub(crate) fn new(probe: Arc<dyn SystemProbe>) -> Self {
         SystemRules {
-            snapshot: ArcSwap::from_pointee(SystemSnapshot::new(Vec::new())),
+            snapshot: Published::new(SystemSnapshot::new(Vec::new()), false),
             probe,
             load_lock: Mutex::new(()),
         }
+    }
+
+    /// Whether any system threshold is set.
+    #[inline]
+    pub(crate) fn in_force(&self) -> bool {
+        self.snapshot.in_force()
     }
 
     /// The rules in force.
@@ -107,7 +111,8 @@ impl SystemRules {
             self.probe.start();
         }
         let _guard = self.load_lock.lock().unwrap_or_else(|e| e.into_inner());
-        self.snapshot.store(Arc::new(snapshot));
+        let active = snapshot.is_active();
+        self.snapshot.store(Arc::new(snapshot), active);
         Ok(())
     }
 

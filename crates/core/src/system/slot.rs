@@ -36,6 +36,9 @@ impl Slot for SystemSlot {
         if cx.entry_type != EntryType::In {
             return Ok(());
         }
+        if !cx.engine.system.in_force() {
+            return Ok(());
+        }
         let snapshot = cx.engine.system.snapshot();
         if !snapshot.is_active() {
             return Ok(());
