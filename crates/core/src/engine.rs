@@ -221,6 +221,18 @@ impl Inner {
             || self.chain.has_rules(resource)
     }
 
+    /// Whether any rule of `rule_type` is in force.
+    #[inline]
+    pub(crate) fn rules_in_force(&self, rule_type: RuleType) -> bool {
+        match rule_type {
+            RuleType::Flow => self.flow.in_force(),
+            RuleType::Degrade => self.degrade.in_force(),
+            RuleType::Authority => self.authority.in_force(),
+            RuleType::System => self.system.in_force(),
+            RuleType::ParamFlow => true,
+        }
+    }
+
     /// The cluster statistics of `resource` if it exists (never creates it).
     pub(crate) fn existing_cluster_stats(&self, resource: &str) -> Option<&StatisticNode> {
         let id = self.resource_index.get(resource)?;

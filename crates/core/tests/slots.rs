@@ -214,3 +214,46 @@ fn a_slot_keeps_state_with_the_entry_until_exit() {
     drop(e);
     assert_eq!(*seen.lock().unwrap(), ["probe:R"]);
 }
+
+/// Counts its calls; declares that it enforces flow rules.
+#[derive(Debug, Default)]
+struct FlowBound(std::sync::atomic::AtomicU32);
+
+impl Slot for FlowBound {
+    fn entry(&self, _cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+    fn hooks(&self) -> Hooks {
+        Hooks::ENTRY
+    }
+    fn rule_type(&self) -> Option<floodgate_core::RuleType> {
+        Some(floodgate_core::RuleType::Flow)
+    }
+}
+
+#[test]
+fn a_slot_bound_to_a_rule_kind_runs_only_while_such_rules_are_in_force() {
+    let slot = Arc::new(FlowBound::default());
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(T0))
+        .slot("flow_bound", -2100, slot.clone())
+        .build();
+    drop(fg.entry("R").enter().unwrap());
+    assert_eq!(
+        slot.0.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "skipped: no flow rule"
+    );
+    fg.load_rules_json(
+        floodgate_core::RuleType::Flow,
+        r#"[{"resource":"other","count":1}]"#,
+    )
+    .unwrap();
+    drop(fg.entry("R").enter().unwrap());
+    assert_eq!(slot.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+    fg.load_rules_json(floodgate_core::RuleType::Flow, "[]")
+        .unwrap();
+    drop(fg.entry("R").enter().unwrap());
+    assert_eq!(slot.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+}

@@ -8,6 +8,7 @@
 use std::sync::Arc;
 
 use crate::block::{BlockError, BlockKind, BlockRule};
+use crate::rules::RuleType;
 use crate::slot::{Hooks, Slot, SlotContext, order};
 
 /// Sentinel's `AuthoritySlot`.
@@ -40,6 +41,10 @@ impl Slot for AuthoritySlot {
 
     fn hooks(&self) -> Hooks {
         Hooks::ENTRY
+    }
+
+    fn rule_type(&self) -> Option<RuleType> {
+        Some(RuleType::Authority)
     }
 }
 

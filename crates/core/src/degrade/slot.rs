@@ -18,6 +18,7 @@ use std::sync::Arc;
 use super::breaker::{Admission, Breaker, ProbeToken};
 use super::manager::Resolved;
 use crate::block::{BlockError, BlockKind, BlockRule};
+use crate::rules::RuleType;
 use crate::slot::{Attachment, ExitContext, Slot, SlotContext, order};
 
 /// Sentinel's `DegradeSlot`: the breakers of the resource's own degrade rules.
@@ -76,6 +77,10 @@ impl Slot for DegradeSlot {
     fn exit(&self, cx: &mut ExitContext<'_>) {
         exit(cx, Which::Own);
     }
+
+    fn rule_type(&self) -> Option<RuleType> {
+        Some(RuleType::Degrade)
+    }
 }
 
 impl Slot for DefaultCircuitBreakerSlot {
@@ -95,6 +100,10 @@ impl Slot for DefaultCircuitBreakerSlot {
     #[inline]
     fn exit(&self, cx: &mut ExitContext<'_>) {
         exit(cx, Which::Default);
+    }
+
+    fn rule_type(&self) -> Option<RuleType> {
+        Some(RuleType::Degrade)
     }
 }
 

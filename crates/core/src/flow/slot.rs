@@ -21,6 +21,7 @@ use super::manager::{Controller, FlowRuleState, ResourceRules};
 use super::rule::{FlowGrade, FlowStrategy};
 use crate::block::{BlockError, BlockKind, BlockRule};
 use crate::node::StatisticNode;
+use crate::rules::RuleType;
 use crate::slot::{Hooks, Slot, SlotContext, order};
 
 /// Sentinel's `FlowSlot`.
@@ -45,6 +46,10 @@ impl Slot for FlowSlot {
 
     fn hooks(&self) -> Hooks {
         Hooks::ENTRY
+    }
+
+    fn rule_type(&self) -> Option<RuleType> {
+        Some(RuleType::Flow)
     }
 }
 

@@ -4,6 +4,8 @@ use std::sync::Arc;
 
 use super::{ExitContext, Hooks, Slot, SlotContext, SlotRegistration};
 use crate::block::BlockError;
+use crate::engine::Inner;
+use crate::rules::RuleType;
 
 /// A change a builder makes to the registered slots.
 #[derive(Debug)]
@@ -28,6 +30,15 @@ struct ChainSlot {
     order: i32,
     slot: Arc<dyn Slot>,
     hooks: Hooks,
+    rule_type: Option<RuleType>,
+}
+
+impl ChainSlot {
+    /// Whether the slot has work: it enforces no engine rule kind, or one of that kind is in force.
+    #[inline]
+    fn active(&self, engine: &Inner) -> bool {
+        self.rule_type.is_none_or(|t| engine.rules_in_force(t))
+    }
 }
 
 /// The slots of an engine, sorted by order. Built once per engine; every resource runs it.
@@ -65,6 +76,7 @@ impl SlotChain {
                     name,
                     order,
                     hooks: slot.hooks(),
+                    rule_type: slot.rule_type(),
                     slot,
                 })
                 .collect(),
@@ -74,11 +86,12 @@ impl SlotChain {
     /// Runs the entry hooks, then the pass or block hooks.
     #[inline]
     pub(crate) fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
+        let engine = cx.engine;
         for (i, s) in self.slots.iter().enumerate() {
-            if s.hooks.entry {
+            if s.hooks.entry && s.active(engine) {
                 if let Err(block) = s.slot.entry(cx) {
                     for before in self.slots[..i].iter().rev() {
-                        if before.hooks.block {
+                        if before.hooks.block && before.active(engine) {
                             before.slot.on_block(cx, &block);
                         }
                     }
@@ -87,7 +100,7 @@ impl SlotChain {
             }
         }
         for s in self.slots.iter().rev() {
-            if s.hooks.pass {
+            if s.hooks.pass && s.active(engine) {
                 s.slot.on_pass(cx);
             }
         }
@@ -97,8 +110,9 @@ impl SlotChain {
     /// Runs the exit hooks in order.
     #[inline]
     pub(crate) fn exit(&self, cx: &mut ExitContext<'_>) {
+        let engine = cx.engine;
         for s in self.slots.iter() {
-            if s.hooks.exit {
+            if s.hooks.exit && s.active(engine) {
                 s.slot.exit(cx);
             }
         }

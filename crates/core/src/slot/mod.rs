@@ -36,6 +36,7 @@ use crate::engine::{ContextData, Inner, Parent, Resource};
 use crate::entry_type::{EntryType, ResourceType};
 use crate::node::NodeView;
 use crate::param::ParamValue;
+use crate::rules::RuleType;
 use crate::stat::Cursor;
 
 /// Sentinel's slot orders (lower runs first).
@@ -125,6 +126,12 @@ pub trait Slot: Send + Sync + fmt::Debug + 'static {
     /// Which hooks to call (default: all).
     fn hooks(&self) -> Hooks {
         Hooks::ALL
+    }
+
+    /// The engine rule kind this slot enforces, if any: the chain skips the slot entirely while no rule
+    /// of that kind is in force (a relaxed load instead of a call).
+    fn rule_type(&self) -> Option<RuleType> {
+        None
     }
 }
 

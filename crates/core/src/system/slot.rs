@@ -24,6 +24,7 @@ use super::limit::SystemLimitType;
 use super::manager::SystemSnapshot;
 use crate::block::{BlockError, BlockKind, BlockRule};
 use crate::entry_type::EntryType;
+use crate::rules::RuleType;
 use crate::slot::{Hooks, Slot, SlotContext, order};
 
 /// Sentinel's `SystemSlot`.
@@ -53,6 +54,10 @@ impl Slot for SystemSlot {
 
     fn hooks(&self) -> Hooks {
         Hooks::ENTRY
+    }
+
+    fn rule_type(&self) -> Option<RuleType> {
+        Some(RuleType::System)
     }
 }
 
