@@ -214,8 +214,10 @@ impl Inner {
     }
 
     /// Whether any rule names `resource` (such a resource is checked even past the resource cap).
+    /// System rules apply to every inbound entry, so while any is in force every resource counts.
     fn has_rules(&self, resource: &str) -> bool {
-        self.flow.snapshot().has_rules(resource)
+        self.system.in_force()
+            || self.flow.snapshot().has_rules(resource)
             || self.degrade.snapshot().has_rules(resource)
             || self.authority.snapshot().has_rules(resource)
             || self.chain.has_rules(resource)

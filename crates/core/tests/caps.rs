@@ -74,3 +74,20 @@ fn the_default_caps_are_sentinels() {
     assert_eq!(floodgate_core::DEFAULT_MAX_RESOURCES, 6000);
     assert_eq!(floodgate_core::DEFAULT_MAX_CONTEXTS, 2000);
 }
+
+#[test]
+fn system_rules_keep_every_resource_checked_past_the_cap() {
+    use floodgate_core::{EntryType, RuleType};
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(T0))
+        .max_resources(1)
+        .build();
+    drop(fg.entry("first").enter().unwrap());
+    fg.load_rules_json(RuleType::System, r#"[{"qps":1}]"#)
+        .unwrap();
+    assert!(fg.entry("late").entry_type(EntryType::In).enter().is_ok());
+    assert!(
+        fg.entry("later").entry_type(EntryType::In).enter().is_err(),
+        "system protection applies past the resource cap"
+    );
+}

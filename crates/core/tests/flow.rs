@@ -349,6 +349,11 @@ fn regex_rules_match_resource_names() {
         "each resource is limited on its own node"
     );
     assert_eq!(burst(&fg, "POST:/other", 3), 3);
+    assert_eq!(
+        burst(&fg, "x-GET:/api/c", 3),
+        3,
+        "the whole name must match, as Java's matches()"
+    );
 }
 
 #[test]

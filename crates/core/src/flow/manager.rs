@@ -289,7 +289,7 @@ impl FlowRules {
         let mut regex = Vec::new();
         for (index, state) in in_order.iter().enumerate() {
             if state.rule.regex {
-                let re = Regex::new(&state.rule.resource).map_err(|e| {
+                let re = Regex::new(&format!("^(?:{})$", state.rule.resource)).map_err(|e| {
                     RuleError::invalid(
                         index,
                         "resource",

@@ -234,7 +234,7 @@ impl FlowRule {
             return err("warmUpPeriodSec", "must be > 0 for warm-up".into());
         }
         if self.regex {
-            if let Err(e) = regex::Regex::new(&self.resource) {
+            if let Err(e) = regex::Regex::new(&format!("^(?:{})$", self.resource)) {
                 return err(
                     "resource",
                     format!("is not a valid regular expression: {e}"),
