@@ -20,6 +20,7 @@ use crate::node::{
     CallTree, ClusterNode, DefaultNode, EntranceNode, MetricLine, NodeSnapshot, NodeView,
     StatisticNode, TreeNodeKind, WindowGeometry,
 };
+use crate::param_flow::{ParamFlowRule, ParamFlowRules, ParamFlowStatus};
 use crate::rules::{RuleError, RuleFields, RuleType, parse_rule_array, to_json_array};
 use crate::slot::{BlockLog, ChainEdit, Slot, SlotChain};
 use crate::stat::WindowError;
@@ -92,6 +93,7 @@ pub(crate) struct Config {
     pub(crate) max_contexts: usize,
     pub(crate) occupy_timeout_ms: u64,
     pub(crate) eager_context_stats: bool,
+    pub(crate) param_capacity: Option<usize>,
 }
 
 /// An engine setting was invalid.
@@ -127,6 +129,7 @@ pub(crate) struct Inner {
     pub(crate) block_log: BlockLog,
     pub(crate) inbound: ClusterNode,
     pub(crate) flow: FlowRules,
+    pub(crate) param_flow: ParamFlowRules,
     inbound_name: Arc<str>,
     resources: Arena<Resource>,
     resource_index: NameIndex,
@@ -209,7 +212,9 @@ impl Inner {
 
     /// Whether any rule names `resource` (such a resource is checked even past the resource cap).
     fn has_rules(&self, resource: &str) -> bool {
-        self.flow.snapshot().has_rules(resource) || self.chain.has_rules(resource)
+        self.flow.snapshot().has_rules(resource)
+            || self.param_flow.snapshot().has_rules(resource)
+            || self.chain.has_rules(resource)
     }
 
     /// The cluster statistics of `resource` if it exists (never creates it).
@@ -466,6 +471,14 @@ impl Floodgate {
                     .collect::<Result<Vec<_>, _>>()?;
                 self.inner.flow.load(rules)
             }
+            RuleType::ParamFlow => {
+                let rules = items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, m)| ParamFlowRule::from_fields(RuleFields::new(i, m)))
+                    .collect::<Result<Vec<_>, _>>()?;
+                self.inner.param_flow.load(rules, self.inner.clock.now_ms())
+            }
             other => Err(RuleError::Unsupported(other)),
         }
     }
@@ -476,6 +489,13 @@ impl Floodgate {
             RuleType::Flow => {
                 to_json_array(self.inner.flow.snapshot().rules().map(FlowRule::to_json))
             }
+            RuleType::ParamFlow => to_json_array(
+                self.inner
+                    .param_flow
+                    .snapshot()
+                    .rules()
+                    .map(ParamFlowRule::to_json),
+            ),
             _ => "[]".to_owned(),
         }
     }
@@ -496,6 +516,27 @@ impl Floodgate {
     /// What each flow rule's controller is doing (warm-up tokens, pacing interval), in load order.
     pub fn flow_status(&self) -> Vec<FlowStatus> {
         self.inner.flow.snapshot().statuses()
+    }
+
+    /// Loads a whole list of hot-parameter rules (validated as
+    /// [`load_rules_json`](Self::load_rules_json) does).
+    pub fn load_param_flow_rules(
+        &self,
+        rules: impl IntoIterator<Item = ParamFlowRule>,
+    ) -> Result<(), RuleError> {
+        self.inner
+            .param_flow
+            .load(rules.into_iter().collect(), self.inner.clock.now_ms())
+    }
+
+    /// The hot-parameter rules in force, in load order.
+    pub fn param_flow_rules(&self) -> Vec<ParamFlowRule> {
+        self.inner.param_flow.snapshot().rules().cloned().collect()
+    }
+
+    /// What each hot-parameter rule remembers: values cached, evictions, overflows, in load order.
+    pub fn param_flow_status(&self) -> Vec<ParamFlowStatus> {
+        self.inner.param_flow.snapshot().statuses()
     }
 
     /// The engine's clock.
@@ -772,6 +813,7 @@ impl Default for FloodgateBuilder {
                 max_contexts: DEFAULT_MAX_CONTEXTS,
                 occupy_timeout_ms: DEFAULT_OCCUPY_TIMEOUT.as_millis() as u64,
                 eager_context_stats: false,
+                param_capacity: None,
             },
             edits: Vec::new(),
             errors: ErrorFilter::default(),
@@ -841,6 +883,13 @@ impl FloodgateBuilder {
         self
     }
 
+    /// How many distinct values each hot-parameter rule remembers (default: Sentinel's
+    /// `min(4000 · durationInSec, 200000)` per rule). Exception items come on top.
+    pub fn param_cache_capacity(mut self, capacity: usize) -> Self {
+        self.config.param_capacity = Some(capacity.max(1));
+        self
+    }
+
     /// Appends the aggregated block log (Sentinel's `sentinel-block.log` lines) to `path`.
     pub fn block_log_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
         self.block_log_file = Some(path.into());
@@ -900,6 +949,7 @@ impl FloodgateBuilder {
             block_log: BlockLog::new(self.block_log_file),
             inbound: ClusterNode::new(config.geometry),
             flow: FlowRules::new(config.cold_factor),
+            param_flow: ParamFlowRules::new(config.param_capacity),
             inbound_name: Arc::from(TOTAL_INBOUND_TRAFFIC),
             resources: Arena::default(),
             resource_index: NameIndex::default(),
