@@ -2,6 +2,7 @@
 //! bursts, long windows, typed exception items, collections, negative indexes, pacing, THREAD grade,
 //! bounded caches under a flood of values, reloads and validation.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use floodgate_core::{
@@ -256,6 +257,8 @@ fn every_element_of_a_list_is_a_value() {
     // An empty list and a list of Nulls pass.
     assert_eq!(burst(&fg, &[ParamValue::list(Vec::<i32>::new())], 3), 3);
     assert_eq!(burst(&fg, &[ParamValue::list([None::<i32>, None])], 3), 3);
+    let nested = [ParamValue::list([ParamValue::list(["e"])])];
+    assert_eq!(burst(&fg, &nested, 3), 3, "a nested list is no value");
 }
 
 #[test]
@@ -925,6 +928,51 @@ fn blocks_are_counted_and_logged_like_any_block() {
         (node.pass_qps(), node.block_qps(), node.cur_thread_num()),
         (1.0, 1.0, 0)
     );
+}
+
+#[test]
+fn concurrent_callers_share_a_value_exactly() {
+    let (_clock, fg) = engine();
+    load(
+        &fg,
+        r#"[{"resource":"R","paramIdx":0,"count":1000},{"resource":"T","grade":0,"paramIdx":0,"count":3}]"#,
+    );
+    let passed = AtomicUsize::new(0);
+    let in_flight = AtomicUsize::new(0);
+    let most = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                for _ in 0..500 {
+                    if fg.entry("R").args(["v"]).enter().is_ok() {
+                        passed.fetch_add(1, Ordering::Relaxed);
+                    }
+                    if let Ok(e) = fg.entry("T").args(["v"]).enter() {
+                        let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        in_flight.fetch_sub(1, Ordering::SeqCst);
+                        drop(e);
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(
+        passed.into_inner(),
+        1000,
+        "exactly the bucket, no more, no less"
+    );
+    assert!(most.into_inner() <= 3);
+    let held: Vec<_> = (0..3)
+        .map(|_| {
+            fg.entry("T")
+                .args(["v"])
+                .enter()
+                .expect("every count was released")
+        })
+        .collect();
+    assert!(fg.entry("T").args(["v"]).enter().is_err());
+    drop(held);
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //! ```text
 //!            hash(value) ──► shard (high bits) ──► slot (low bits, linear probing)
 //!  ┌─ shard 0 (mutex) ─────────────────────┐
-//!  │ index: [0, 3, 0, 1, 2, 0, 0, 0]       │  open addressing over entry numbers (0 = empty)
+//!  │ index: [0, 3, 0, 1, 2, 0, 0, 0]       │  open addressing: hash tag + entry number (0 = empty)
 //!  │ entries: [e0, e1, e2] ◄── hand        │  value, hash, cell; scanned from the hand for eviction
 //!  │ overflow: cell                        │  shared by values that found no room
 //!  └───────────────────────────────────────┘
@@ -71,9 +71,10 @@ struct Entry {
 
 #[derive(Debug)]
 struct Shard {
-    /// Open-addressing index: entry number + 1, 0 for an empty slot. Empty or a power of two at most
+    /// Open-addressing index: the hash's high 32 bits (a tag, compared before the entry is touched) and
+    /// the entry number + 1 in the low 32 bits; 0 for an empty slot. Empty or a power of two at most
     /// half full.
-    index: Vec<u32>,
+    index: Vec<u64>,
     entries: Vec<Entry>,
     hand: usize,
     overflow: Cell,
@@ -87,13 +88,16 @@ impl Shard {
         let mask = self.index.len() - 1;
         let mut slot = hash as usize & mask;
         loop {
-            let n = self.index[slot] as usize;
-            if n == 0 {
+            let s = self.index[slot];
+            if s == 0 {
                 return None;
             }
-            let e = &self.entries[n - 1];
-            if e.hash == hash && e.scope == scope && e.key.matches(value) {
-                return Some(n - 1);
+            if s >> 32 == hash >> 32 {
+                let n = (s as u32 - 1) as usize;
+                let e = &self.entries[n];
+                if e.hash == hash && e.scope == scope && e.key.matches(value) {
+                    return Some(n);
+                }
             }
             slot = (slot + 1) & mask;
         }
@@ -106,20 +110,20 @@ impl Shard {
         while self.index[slot] != 0 {
             slot = (slot + 1) & mask;
         }
-        self.index[slot] = n as u32 + 1;
+        self.index[slot] = (hash & !0xffff_ffff) | (n as u64 + 1);
     }
 
     /// Takes entry `n` out of the index, shifting later entries of its probe run back (no tombstones).
     fn index_remove(&mut self, n: usize) {
         let mask = self.index.len() - 1;
         let mut hole = self.entries[n].hash as usize & mask;
-        while self.index[hole] as usize != n + 1 {
+        while self.index[hole] as u32 as usize != n + 1 {
             hole = (hole + 1) & mask;
         }
         let mut next = hole;
         loop {
             next = (next + 1) & mask;
-            let m = self.index[next] as usize;
+            let m = self.index[next] as u32 as usize;
             if m == 0 {
                 break;
             }
@@ -224,17 +228,18 @@ impl ValueCache {
         }
     }
 
-    /// The hash of `value` alone; `None` for `Null` and lists.
+    /// The hash `value` is filed under in `scope`; `None` for `Null` and lists.
     #[inline]
-    pub(crate) fn hash(&self, value: &ParamValue<'_>) -> Option<u64> {
-        hash_value(self.seed, value)
+    pub(crate) fn hash(&self, scope: u32, value: &ParamValue<'_>) -> Option<u64> {
+        hash_value(
+            self.seed ^ u64::from(scope).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            value,
+        )
     }
 
-    /// The hash a value (hashed as `hash`) is filed under in `scope`.
-    #[inline]
-    pub(crate) fn scoped(hash: u64, scope: u32) -> u64 {
-        let h = hash ^ u64::from(scope).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        (h ^ (h >> 32)).wrapping_mul(0xd6e8_feb8_6659_fd93)
+    /// The hash of `value` regardless of scope (for the rule's exception items).
+    pub(crate) fn item_hash(&self, value: &ParamValue<'_>) -> Option<u64> {
+        hash_value(!self.seed, value)
     }
 
     #[inline]
@@ -247,7 +252,7 @@ impl ValueCache {
         self.shards[i].lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Runs `f` on the cell of `value` in `scope` (filed under `hash`, see [`scoped`](Self::scoped)),
+    /// Runs `f` on the cell of `value` in `scope` (filed under `hash`, see [`hash`](Self::hash)),
     /// adding the value if it is new: into free room,
     /// else in place of a settled value (`settled` tells which are), else on the shard's overflow cell.
     /// `f`'s second argument says whether the cell is that shared overflow cell. `new` gives a new
@@ -362,7 +367,7 @@ mod tests {
     };
 
     fn touch(c: &ValueCache, v: &ParamValue<'_>, settled: bool) -> (Cell, bool) {
-        let h = c.hash(v).unwrap();
+        let h = c.hash(0, v).unwrap();
         c.with_cell(
             h,
             0,
@@ -400,14 +405,14 @@ mod tests {
         );
         assert_eq!(c.overflows(), 1);
         assert_eq!(c.evictions(), 0);
-        let h = c.hash(&ParamValue::Int(7)).unwrap();
+        let h = c.hash(0, &ParamValue::Int(7)).unwrap();
         assert_eq!(c.peek(h, 0, &ParamValue::Int(7), |c| c.level), Some(3));
         assert_eq!(
             c.peek(h, 1, &ParamValue::Int(7), |c| c.level),
             None,
             "another scope"
         );
-        let h = c.hash(&s).unwrap();
+        let h = c.hash(0, &s).unwrap();
         assert_eq!(c.peek(h, 0, &s, |c| c.level), None);
     }
 
@@ -429,11 +434,11 @@ mod tests {
         }
         assert_eq!((c.len(), c.evictions()), (4, 4));
         for i in 10..14 {
-            let h = c.hash(&ParamValue::Int(i)).unwrap();
+            let h = c.hash(0, &ParamValue::Int(i)).unwrap();
             assert!(c.peek(h, 0, &ParamValue::Int(i), |_| ()).is_some(), "{i}");
         }
         for i in 0..4 {
-            let h = c.hash(&ParamValue::Int(i)).unwrap();
+            let h = c.hash(0, &ParamValue::Int(i)).unwrap();
             assert!(c.peek(h, 0, &ParamValue::Int(i), |_| ()).is_none(), "{i}");
         }
     }
@@ -444,7 +449,7 @@ mod tests {
         touch(&c, &ParamValue::Int(1), false);
         touch(&c, &ParamValue::Int(2), false);
         let vip = ParamValue::from("vip");
-        let h = c.hash(&vip).unwrap();
+        let h = c.hash(0, &vip).unwrap();
         let pinned = NewValue {
             threshold: 100,
             pinned: true,
@@ -480,7 +485,7 @@ mod tests {
             }
             for i in 0..16 {
                 let v = ParamValue::Int(round * 16 + i);
-                let h = c.hash(&v).unwrap();
+                let h = c.hash(0, &v).unwrap();
                 assert!(
                     c.peek(h, 0, &v, |_| ()).is_some(),
                     "round {round} value {i}"

@@ -7,6 +7,7 @@
 //! once loaded: a negative `paramIdx` is resolved per call (Sentinel rewrote the rule on first use: PF-01).
 
 use std::ops::Deref;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
@@ -90,7 +91,7 @@ impl ParamRuleState {
         );
         let mut items: Vec<(u64, StoredValue, i64)> = items
             .into_iter()
-            .filter_map(|(v, count)| Some((cache.hash(&v.view())?, v, i64::from(count))))
+            .filter_map(|(v, count)| Some((cache.item_hash(&v.view())?, v, i64::from(count))))
             .collect();
         items.sort_by_key(|(h, _, _)| *h);
         let local = !(rule.cluster_mode
@@ -115,7 +116,8 @@ impl ParamRuleState {
     }
 
     /// A new value's threshold: its item's count, or the rule's.
-    fn new_value(&self, hash: u64, value: &ParamValue<'_>) -> NewValue {
+    fn new_value(&self, value: &ParamValue<'_>) -> NewValue {
+        let hash = self.cache.item_hash(value).unwrap_or_default();
         let from = self.items.partition_point(|(h, _, _)| *h < hash);
         let item = self.items[from..]
             .iter()
@@ -143,12 +145,11 @@ impl ParamRuleState {
         now: u64,
         acquire: u32,
     ) -> Verdict {
-        let Some(base) = self.cache.hash(value) else {
+        let Some(hash) = self.cache.hash(scope, value) else {
             return Verdict::Pass(0);
         };
-        let hash = ValueCache::scoped(base, scope);
         let a = i64::from(acquire);
-        let new = || self.new_value(base, value);
+        let new = || self.new_value(value);
         match &self.controller {
             Controller::Bucket(b) => self.cache.with_cell(
                 hash,
@@ -206,10 +207,9 @@ impl ParamRuleState {
         now: u64,
         acquire: u32,
     ) -> bool {
-        let Some(base) = self.cache.hash(value) else {
+        let Some(hash) = self.cache.hash(scope, value) else {
             return true;
         };
-        let hash = ValueCache::scoped(base, scope);
         let a = i64::from(acquire);
         let check = |cell: &mut Cell| match &self.controller {
             Controller::Bucket(b) => b.next(cell, now, a).is_some(),
@@ -218,15 +218,14 @@ impl ParamRuleState {
         };
         self.cache
             .peek(hash, scope, value, check)
-            .unwrap_or_else(|| check(&mut Cell::new(self.new_value(base, value).threshold)))
+            .unwrap_or_else(|| check(&mut Cell::new(self.new_value(value).threshold)))
     }
 
     /// Undoes an admission of `acquire` permits for `value`.
     pub(crate) fn refund(&self, scope: u32, value: &ParamValue<'_>, acquire: u32) {
-        let Some(base) = self.cache.hash(value) else {
+        let Some(hash) = self.cache.hash(scope, value) else {
             return;
         };
-        let hash = ValueCache::scoped(base, scope);
         let a = i64::from(acquire);
         match &self.controller {
             Controller::Bucket(b) => self
@@ -241,8 +240,7 @@ impl ParamRuleState {
 
     /// A call of `value` admitted by this THREAD rule ended.
     pub(crate) fn release(&self, scope: u32, value: &ParamValue<'_>) {
-        if let Some(base) = self.cache.hash(value) {
-            let hash = ValueCache::scoped(base, scope);
+        if let Some(hash) = self.cache.hash(scope, value) {
             self.cache.peek(hash, scope, value, concurrency::exit);
         }
     }
@@ -370,6 +368,11 @@ impl ParamSnapshot {
 #[derive(Debug)]
 pub(crate) struct ParamFlowRules {
     snapshot: ArcSwap<ParamSnapshot>,
+    /// Whether any rule is in force (read before the snapshot, so engines without parameter rules pay
+    /// one relaxed load per entry).
+    any: AtomicBool,
+    /// Whether any THREAD rule is in force (exits of other entries skip the snapshot).
+    any_thread: AtomicBool,
     load_lock: Mutex<()>,
     /// Values each rule remembers; `None`: Sentinel's `min(4000 · durationInSec, 200000)`.
     capacity: Option<usize>,
@@ -379,6 +382,8 @@ impl ParamFlowRules {
     pub(crate) fn new(capacity: Option<usize>) -> Self {
         ParamFlowRules {
             snapshot: ArcSwap::default(),
+            any: AtomicBool::new(false),
+            any_thread: AtomicBool::new(false),
             load_lock: Mutex::new(()),
             capacity,
         }
@@ -388,6 +393,18 @@ impl ParamFlowRules {
     #[inline]
     pub(crate) fn snapshot(&self) -> arc_swap::Guard<Arc<ParamSnapshot>> {
         self.snapshot.load()
+    }
+
+    /// Whether any rule is in force (may lag a concurrent load by a moment, like the snapshot itself).
+    #[inline]
+    pub(crate) fn any(&self) -> bool {
+        self.any.load(Ordering::Relaxed)
+    }
+
+    /// Whether any THREAD rule is in force, or was when the current rules were loaded.
+    #[inline]
+    pub(crate) fn any_thread(&self) -> bool {
+        self.any_thread.load(Ordering::Relaxed)
     }
 
     /// Validates `rules` and puts them in force (`now_ms`: the engine's time); on error nothing changes.
@@ -437,6 +454,10 @@ impl ParamFlowRules {
             }
         }
         let has_thread = in_order.iter().any(|s| s.is_thread());
+        let any = !in_order.is_empty();
+        // Entries admitted under the old rules may still have THREAD counts to release.
+        self.any_thread
+            .store(has_thread || old.has_thread, Ordering::Relaxed);
         self.snapshot.store(Arc::new(ParamSnapshot {
             in_order,
             exact: exact
@@ -448,6 +469,7 @@ impl ParamFlowRules {
             matched_lock: Mutex::new(()),
             has_thread,
         }));
+        self.any.store(any, Ordering::Relaxed);
         Ok(())
     }
 }
@@ -472,8 +494,7 @@ mod tests {
         let items = rule.validate(0).unwrap();
         let state = ParamRuleState::new(rule, items, None, 0);
         let threshold = |v: ParamValue<'_>| {
-            let h = state.cache.hash(&v).unwrap();
-            let n = state.new_value(h, &v);
+            let n = state.new_value(&v);
             (n.threshold, n.pinned)
         };
         assert_eq!(threshold(ParamValue::Int(42)), (100, true));

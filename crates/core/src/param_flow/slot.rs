@@ -3,7 +3,7 @@
 //! Each rule picks one argument per call: `paramIdx` from the start, or counted from the end when
 //! negative (`-1` is the last argument of *this* call; the rule itself never changes: PF-01). A missing
 //! argument, an index out of range or a `Null` value passes, as in Sentinel. A list argument contributes
-//! each of its elements as a value of its own (`Null` elements pass).
+//! each of its elements as a value of its own (`Null` elements and nested lists pass).
 //!
 //! The (rule, value) pairs of a call are admitted all or nothing. A single pair is decided directly.
 //! Several pairs (a list, or several rules) are first all *checked* without changing anything; only if
@@ -103,7 +103,7 @@ impl Slot for ParamFlowSlot {
     #[inline]
     fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
         let args = cx.args;
-        if args.is_empty() {
+        if args.is_empty() || !cx.engine.param_flow.any() {
             return Ok(());
         }
         let snapshot = cx.engine.param_flow.snapshot();
@@ -150,7 +150,7 @@ impl Slot for ParamFlowSlot {
     }
 
     fn on_block(&self, cx: &mut SlotContext<'_>, _block: &BlockError) {
-        if cx.args.is_empty() {
+        if cx.args.is_empty() || !cx.engine.param_flow.any_thread() {
             return;
         }
         let snapshot = cx.engine.param_flow.snapshot();
@@ -164,7 +164,7 @@ impl Slot for ParamFlowSlot {
 
     #[inline]
     fn exit(&self, cx: &mut ExitContext<'_>) {
-        if cx.args.is_empty() {
+        if cx.args.is_empty() || !cx.engine.param_flow.any_thread() {
             return;
         }
         let snapshot = cx.engine.param_flow.snapshot();
