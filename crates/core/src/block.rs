@@ -1,11 +1,15 @@
 //! `BlockError`: why an entry was refused.
 //!
 //! Built on the blocking path without formatting or allocation: it holds the kind, a shared handle to the
-//! resource name and, when a rule blocked, a shared handle to that rule. `Display` formats on demand.
+//! resource name, when a rule blocked, a shared handle to that rule and, for a hot-parameter block, the
+//! offending value in a compact owned form (inline for booleans, numbers and strings up to 22 bytes).
+//! `Display` formats on demand.
 
 use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
+
+use crate::param::{ParamValue, StoredValue};
 
 /// Which protection refused an entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -74,6 +78,7 @@ pub struct BlockError {
     kind: BlockKind,
     resource: Arc<str>,
     rule: Option<Arc<dyn BlockRule>>,
+    param: Option<StoredValue>,
 }
 
 impl BlockError {
@@ -83,6 +88,7 @@ impl BlockError {
             kind,
             resource,
             rule: None,
+            param: None,
         }
     }
 
@@ -90,6 +96,18 @@ impl BlockError {
     pub fn with_rule(mut self, rule: Arc<dyn BlockRule>) -> Self {
         self.rule = Some(rule);
         self
+    }
+
+    /// The same block, naming the argument value that caused it (a hot-parameter block). Allocates only
+    /// for strings longer than 22 bytes; `Null` and lists name no value.
+    pub fn with_param(mut self, value: &ParamValue<'_>) -> Self {
+        self.param = StoredValue::from_value(value);
+        self
+    }
+
+    /// The argument value that caused a hot-parameter block (Sentinel's `ParamFlowException.getLimitParam`).
+    pub fn param(&self) -> Option<ParamValue<'_>> {
+        self.param.as_ref().map(StoredValue::view)
     }
 
     /// Which protection blocked.
@@ -119,6 +137,7 @@ impl fmt::Debug for BlockError {
             .field("kind", &self.kind)
             .field("resource", &self.resource)
             .field("rule", &self.rule)
+            .field("param", &self.param)
             .finish()
     }
 }
@@ -129,7 +148,11 @@ impl fmt::Display for BlockError {
             f,
             "blocked by {} protection on `{}`",
             self.kind, self.resource
-        )
+        )?;
+        match &self.param {
+            Some(p) => write!(f, " (value `{}`)", p.view()),
+            None => Ok(()),
+        }
     }
 }
 
@@ -158,5 +181,18 @@ mod tests {
         assert_eq!(e.rule().and_then(|r| r.id()), Some(7));
         assert_eq!(e.rule_as::<MyRule>().map(|r| r.0), Some(7));
         assert_eq!(e.to_string(), "blocked by custom protection on `R`");
+        assert_eq!(e.param(), None);
+    }
+
+    #[test]
+    fn carries_the_offending_value() {
+        let e = BlockError::new(BlockKind::ParamFlow, "R".into()).with_param(&ParamValue::from(42));
+        assert_eq!(e.param(), Some(ParamValue::Int(42)));
+        assert_eq!(
+            e.to_string(),
+            "blocked by param flow protection on `R` (value `42`)"
+        );
+        let e = e.with_param(&ParamValue::Null);
+        assert_eq!(e.param(), None);
     }
 }

@@ -22,6 +22,7 @@ use crate::node::{
     CallTree, ClusterNode, DefaultNode, EntranceNode, MetricLine, NodeSnapshot, NodeView,
     StatisticNode, TreeNodeKind, WindowGeometry,
 };
+use crate::param_flow::{ParamFlowRule, ParamFlowRules, ParamFlowStatus};
 use crate::rules::{RuleError, RuleFields, RuleType, parse_rule_array, to_json_array};
 use crate::slot::{BlockLog, ChainEdit, Slot, SlotChain};
 use crate::stat::WindowError;
@@ -95,6 +96,7 @@ pub(crate) struct Config {
     pub(crate) max_contexts: usize,
     pub(crate) occupy_timeout_ms: u64,
     pub(crate) eager_context_stats: bool,
+    pub(crate) param_capacity: Option<usize>,
 }
 
 /// An engine setting was invalid.
@@ -133,6 +135,7 @@ pub(crate) struct Inner {
     pub(crate) degrade: DegradeRules,
     pub(crate) authority: AuthorityRules,
     pub(crate) system: SystemRules,
+    pub(crate) param_flow: ParamFlowRules,
     inbound_name: Arc<str>,
     resources: Arena<Resource>,
     resource_index: NameIndex,
@@ -220,6 +223,7 @@ impl Inner {
             || self.flow.snapshot().has_rules(resource)
             || self.degrade.snapshot().has_rules(resource)
             || self.authority.snapshot().has_rules(resource)
+            || self.param_flow.snapshot().has_rules(resource)
             || self.chain.has_rules(resource)
     }
 
@@ -231,7 +235,7 @@ impl Inner {
             RuleType::Degrade => self.degrade.in_force(),
             RuleType::Authority => self.authority.in_force(),
             RuleType::System => self.system.in_force(),
-            RuleType::ParamFlow => true,
+            RuleType::ParamFlow => self.param_flow.any(),
         }
     }
 
@@ -513,7 +517,14 @@ impl Floodgate {
                     .collect::<Result<Vec<_>, _>>()?;
                 self.inner.system.load(rules)
             }
-            other => Err(RuleError::Unsupported(other)),
+            RuleType::ParamFlow => {
+                let rules = items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, m)| ParamFlowRule::from_fields(RuleFields::new(i, m)))
+                    .collect::<Result<Vec<_>, _>>()?;
+                self.inner.param_flow.load(rules, self.inner.clock.now_ms())
+            }
         }
     }
 
@@ -548,7 +559,13 @@ impl Floodgate {
                     .iter()
                     .map(SystemRule::to_json),
             ),
-            _ => "[]".to_owned(),
+            RuleType::ParamFlow => to_json_array(
+                self.inner
+                    .param_flow
+                    .snapshot()
+                    .rules()
+                    .map(ParamFlowRule::to_json),
+            ),
         }
     }
 
@@ -658,6 +675,27 @@ impl Floodgate {
     /// probe may be unavailable; the inbound traffic figures are in [`inbound_node`](Self::inbound_node).
     pub fn system_status(&self) -> SystemStatus {
         self.inner.system.status()
+    }
+
+    /// Loads a whole list of hot-parameter rules (validated as
+    /// [`load_rules_json`](Self::load_rules_json) does).
+    pub fn load_param_flow_rules(
+        &self,
+        rules: impl IntoIterator<Item = ParamFlowRule>,
+    ) -> Result<(), RuleError> {
+        self.inner
+            .param_flow
+            .load(rules.into_iter().collect(), self.inner.clock.now_ms())
+    }
+
+    /// The hot-parameter rules in force, in load order.
+    pub fn param_flow_rules(&self) -> Vec<ParamFlowRule> {
+        self.inner.param_flow.snapshot().rules().cloned().collect()
+    }
+
+    /// What each hot-parameter rule remembers: values cached, evictions, overflows, in load order.
+    pub fn param_flow_status(&self) -> Vec<ParamFlowStatus> {
+        self.inner.param_flow.snapshot().statuses()
     }
 
     /// The engine's clock.
@@ -936,6 +974,7 @@ impl Default for FloodgateBuilder {
                 max_contexts: DEFAULT_MAX_CONTEXTS,
                 occupy_timeout_ms: DEFAULT_OCCUPY_TIMEOUT.as_millis() as u64,
                 eager_context_stats: false,
+                param_capacity: None,
             },
             edits: Vec::new(),
             errors: ErrorFilter::default(),
@@ -1014,6 +1053,13 @@ impl FloodgateBuilder {
         self
     }
 
+    /// How many distinct values each hot-parameter rule remembers (default: Sentinel's
+    /// `min(4000 · durationInSec, 200000)` per rule). Exception items come on top.
+    pub fn param_cache_capacity(mut self, capacity: usize) -> Self {
+        self.config.param_capacity = Some(capacity.max(1));
+        self
+    }
+
     /// Appends the aggregated block log (Sentinel's `sentinel-block.log` lines) to `path`.
     pub fn block_log_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
         self.block_log_file = Some(path.into());
@@ -1079,6 +1125,7 @@ impl FloodgateBuilder {
                 self.system_probe
                     .unwrap_or_else(|| Arc::new(OsProbe::new()) as Arc<dyn SystemProbe>),
             ),
+            param_flow: ParamFlowRules::new(config.param_capacity),
             inbound_name: Arc::from(TOTAL_INBOUND_TRAFFIC),
             resources: Arena::default(),
             resource_index: NameIndex::default(),

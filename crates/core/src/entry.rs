@@ -32,7 +32,7 @@ pub struct EntryBuilder<'a> {
     entry_type: EntryType,
     resource_type: ResourceType,
     count: u32,
-    args: Vec<ParamValue<'a>>,
+    args: Args<'a>,
     prioritized: bool,
 }
 
@@ -43,7 +43,7 @@ impl fmt::Debug for EntryBuilder<'_> {
             .field("origin", &self.origin)
             .field("entry_type", &self.entry_type)
             .field("count", &self.count)
-            .field("args", &self.args)
+            .field("args", &self.args.as_slice())
             .field("prioritized", &self.prioritized)
             .finish_non_exhaustive()
     }
@@ -59,7 +59,7 @@ impl<'a> EntryBuilder<'a> {
             entry_type: EntryType::Out,
             resource_type: ResourceType::Common,
             count: 1,
-            args: Vec::new(),
+            args: Args::EMPTY,
             prioritized: false,
         }
     }
@@ -88,13 +88,20 @@ impl<'a> EntryBuilder<'a> {
         self
     }
 
-    /// The call's arguments, for hot-parameter rules.
+    /// The call's arguments, for hot-parameter rules: `.args(["user-1"])`, `.args([7, 8])`, or mixed
+    /// types as [`ParamValue`]s. Up to two arguments are kept inline (no allocation); more are boxed.
     pub fn args<I>(mut self, args: I) -> Self
     where
         I: IntoIterator,
         I::Item: Into<ParamValue<'a>>,
     {
-        self.args = args.into_iter().map(Into::into).collect();
+        self.args = Args::collect(args);
+        self
+    }
+
+    /// The call's arguments, borrowed (never allocates, however many there are).
+    pub fn args_slice(mut self, args: &'a [ParamValue<'a>]) -> Self {
+        self.args = Args::Borrowed(args);
         self
     }
 
@@ -168,7 +175,7 @@ impl<'a> EntryBuilder<'a> {
             entry_type: self.entry_type,
             resource_type: self.resource_type,
             count: self.count,
-            args: &self.args,
+            args: self.args.as_slice(),
             prioritized: self.prioritized,
             now_ms: now_nanos / NANOS_PER_MILLI,
             now_nanos,
@@ -198,7 +205,7 @@ impl<'a> EntryBuilder<'a> {
                 engine,
                 resource,
                 origin,
-                args: self.args.into_boxed_slice(),
+                args: self.args,
                 attachments,
                 created_nanos: now_nanos,
                 waited_nanos: u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX),
@@ -217,6 +224,56 @@ impl<'a> EntryBuilder<'a> {
     }
 }
 
+/// How many arguments an entry keeps inline.
+#[derive(Debug, Clone, Copy)]
+enum Inline {
+    One,
+    Two,
+}
+
+/// An entry's arguments: up to two inline, a borrowed slice, or boxed.
+#[derive(Debug)]
+enum Args<'a> {
+    Inline(Inline, [ParamValue<'a>; 2]),
+    Borrowed(&'a [ParamValue<'a>]),
+    Heap(Box<[ParamValue<'a>]>),
+}
+
+impl<'a> Args<'a> {
+    const EMPTY: Args<'a> = Args::Borrowed(&[]);
+
+    fn collect<I>(args: I) -> Self
+    where
+        I: IntoIterator,
+        I::Item: Into<ParamValue<'a>>,
+    {
+        let mut it = args.into_iter().map(Into::into);
+        let Some(first) = it.next() else {
+            return Args::EMPTY;
+        };
+        let Some(second) = it.next() else {
+            return Args::Inline(Inline::One, [first, ParamValue::Null]);
+        };
+        let Some(third) = it.next() else {
+            return Args::Inline(Inline::Two, [first, second]);
+        };
+        let mut all = Vec::with_capacity(3 + it.size_hint().0);
+        all.extend([first, second, third]);
+        all.extend(it);
+        Args::Heap(all.into_boxed_slice())
+    }
+
+    #[inline]
+    fn as_slice(&self) -> &[ParamValue<'a>] {
+        match self {
+            Args::Inline(Inline::One, values) => &values[..1],
+            Args::Inline(Inline::Two, values) => values,
+            Args::Borrowed(values) => values,
+            Args::Heap(values) => values,
+        }
+    }
+}
+
 /// "None" for the `u32` ids kept in an entry.
 const NONE: u32 = u32::MAX;
 
@@ -226,7 +283,7 @@ struct Active<'a> {
     engine: &'a Inner,
     resource: &'a Resource,
     origin: &'a str,
-    args: Box<[ParamValue<'a>]>,
+    args: Args<'a>,
     #[allow(clippy::box_collection)] // one thin pointer keeps the entry small
     attachments: Option<Box<Vec<Attachment>>>,
     created_nanos: u64,
@@ -360,7 +417,7 @@ impl Drop for Entry<'_> {
             origin: a.origin,
             entry_type: a.entry_type,
             count: a.count,
-            args: &a.args,
+            args: a.args.as_slice(),
             rt_ms: u32::try_from(rt).unwrap_or(u32::MAX),
             error: a.error.load(Ordering::Relaxed),
             now_ms: now_nanos / NANOS_PER_MILLI,

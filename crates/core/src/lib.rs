@@ -51,6 +51,7 @@ mod global;
 mod name_index;
 mod node;
 mod param;
+mod param_flow;
 mod rules;
 mod slot;
 mod stat;
@@ -76,7 +77,10 @@ pub use flow::{
 };
 pub use global::{SetGlobalDefaultError, entry, global, set_global_default};
 pub use node::{CallTree, MetricLine, NodeSnapshot, NodeView, TreeNodeKind};
-pub use param::ParamValue;
+pub use param::{ParamKey, ParamValue};
+pub use param_flow::{
+    ParamFlowClusterConfig, ParamFlowItem, ParamFlowRule, ParamFlowSlot, ParamFlowStatus,
+};
 pub use rules::{RuleError, RuleType, UnknownRuleType};
 pub use slot::{
     Attachment, ClusterBuilderSlot, ExitContext, Hooks, LogSlot, NodeSelectorSlot, Slot,

@@ -162,6 +162,37 @@ impl<'a> RuleFields<'a> {
             Some(v) => Err(self.error(field, format!("must be an object, got {}", kind(v)))),
         }
     }
+
+    /// An array of objects, each read with `field[i]` as the prefix of its fields' paths.
+    pub(crate) fn array<R>(
+        &self,
+        field: &str,
+        mut read: impl FnMut(RuleFields<'_>) -> Result<R, RuleError>,
+    ) -> Result<Option<Vec<R>>, RuleError> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| match item {
+                    Value::Object(map) => {
+                        let prefix = self.path(&format!("{field}[{i}]"));
+                        read(RuleFields {
+                            index: self.index,
+                            prefix: &prefix,
+                            map,
+                        })
+                    }
+                    v => Err(self.error(
+                        &format!("{field}[{i}]"),
+                        format!("must be an object, got {}", kind(v)),
+                    )),
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some),
+            Some(v) => Err(self.error(field, format!("must be an array, got {}", kind(v)))),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -201,6 +232,28 @@ mod tests {
             err.to_string(),
             "rule 3: `clusterConfig.flowId` must be a whole number, got a string"
         );
+    }
+
+    #[test]
+    fn array_elements_carry_their_index() {
+        let m = one(r#"[{"items":[{"n":1},{"n":"x"}],"bad":[1],"scalar":3}]"#);
+        let f = RuleFields::new(1, &m);
+        let err = f.array("items", |i| i.integer("n")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "rule 1: `items[1].n` must be a whole number, got a string"
+        );
+        assert_eq!(
+            f.array("bad", |i| i.integer("n")).unwrap_err().to_string(),
+            "rule 1: `bad[0]` must be an object, got a number"
+        );
+        assert_eq!(
+            f.array("scalar", |i| i.integer("n"))
+                .unwrap_err()
+                .to_string(),
+            "rule 1: `scalar` must be an array, got a number"
+        );
+        assert_eq!(f.array("missing", |i| i.integer("n")).unwrap(), None);
     }
 
     #[test]

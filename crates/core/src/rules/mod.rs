@@ -99,9 +99,6 @@ pub enum RuleError {
         /// What is wrong.
         reason: String,
     },
-    /// This engine does not handle the rule type.
-    #[error("{0} rules are not supported by this engine")]
-    Unsupported(RuleType),
 }
 
 impl RuleError {

@@ -1,0 +1,505 @@
+//! The hot-parameter rules in force: an immutable snapshot behind an atomic pointer, and each rule's
+//! per-value state.
+//!
+//! A load validates the whole list first (any invalid rule rejects it and changes nothing), drops exact
+//! duplicates (Sentinel keeps rules in a set), and keeps the state of every rule equal to one already in
+//! force, so its per-value buckets and in-flight counts survive unrelated reloads. Rules never change
+//! once loaded: a negative `paramIdx` is resolved per call (Sentinel rewrote the rule on first use: PF-01).
+
+use std::ops::Deref;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
+use regex::Regex;
+use rustc_hash::FxHashMap;
+
+use super::cache::{Cell, NewValue, ValueCache};
+use super::concurrency;
+use super::rate_limiter::RateLimiter;
+use super::rule::ParamFlowRule;
+use super::token_bucket::TokenBucket;
+use crate::flow::{ControlBehavior, FlowGrade};
+use crate::param::{ParamValue, StoredValue};
+use crate::rules::RuleError;
+
+/// Sentinel's base cache size per second of window (`BASE_PARAM_MAX_CAPACITY`).
+const BASE_CAPACITY: u64 = 4000;
+/// Sentinel's cap on a rule's cache (`TOTAL_MAX_CAPACITY`).
+const MAX_CAPACITY: u64 = 200_000;
+
+/// The default number of values a rule remembers: `min(4000 · durationInSec, 200000)`.
+pub(crate) fn default_capacity(duration_in_sec: u64) -> usize {
+    BASE_CAPACITY
+        .saturating_mul(duration_in_sec)
+        .min(MAX_CAPACITY) as usize
+}
+
+/// How a rule limits each value.
+#[derive(Debug)]
+enum Controller {
+    Bucket(TokenBucket),
+    Pacing(RateLimiter),
+    Threads,
+}
+
+/// What a rule decided for one value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Admitted, after waiting this many ms (0: at once).
+    Pass(u64),
+    Block,
+}
+
+/// A rule in force, with the state of the values it has seen.
+#[derive(Debug)]
+pub(crate) struct ParamRuleState {
+    pub(crate) rule: Arc<ParamFlowRule>,
+    controller: Controller,
+    /// Exception items: (hash, value, threshold), sorted by hash.
+    items: Box<[(u64, StoredValue, i64)]>,
+    cache: ValueCache,
+    /// When this state was created (engine ms): entries admitted before it never counted in it.
+    pub(crate) since_ms: u64,
+    /// Whether the rule is checked here: a cluster QPS rule passes unless it falls back to local checks
+    /// (no token server is configured).
+    pub(crate) local: bool,
+}
+
+impl ParamRuleState {
+    fn new(
+        rule: ParamFlowRule,
+        items: Vec<(StoredValue, u32)>,
+        capacity: Option<usize>,
+        now_ms: u64,
+    ) -> Self {
+        let threshold = rule.count as i64;
+        let controller = match (rule.grade, rule.control_behavior) {
+            (FlowGrade::Thread, _) => Controller::Threads,
+            (FlowGrade::Qps, ControlBehavior::RateLimiter) => Controller::Pacing(RateLimiter::new(
+                rule.duration_in_sec,
+                rule.max_queueing_time_ms,
+                rule.burst_count,
+            )),
+            (FlowGrade::Qps, _) => {
+                Controller::Bucket(TokenBucket::new(rule.burst_count, rule.duration_in_sec))
+            }
+        };
+        let cache = ValueCache::new(
+            capacity.unwrap_or_else(|| default_capacity(rule.duration_in_sec)),
+            threshold,
+        );
+        let mut items: Vec<(u64, StoredValue, i64)> = items
+            .into_iter()
+            .filter_map(|(v, count)| Some((cache.item_hash(&v.view())?, v, i64::from(count))))
+            .collect();
+        items.sort_by_key(|(h, _, _)| *h);
+        let local = !(rule.cluster_mode
+            && rule.grade == FlowGrade::Qps
+            && !rule
+                .cluster_config
+                .as_ref()
+                .is_some_and(|c| c.fallback_to_local_when_fail));
+        ParamRuleState {
+            rule: Arc::new(rule),
+            controller,
+            items: items.into_boxed_slice(),
+            cache,
+            since_ms: now_ms,
+            local,
+        }
+    }
+
+    /// Whether this is a THREAD rule (its counts are released at exit).
+    pub(crate) fn is_thread(&self) -> bool {
+        matches!(self.controller, Controller::Threads)
+    }
+
+    /// A new value's threshold: its item's count, or the rule's.
+    fn new_value(&self, value: &ParamValue<'_>) -> NewValue {
+        let hash = self.cache.item_hash(value).unwrap_or_default();
+        let from = self.items.partition_point(|(h, _, _)| *h < hash);
+        let item = self.items[from..]
+            .iter()
+            .take_while(|(h, _, _)| *h == hash)
+            .find(|(_, v, _)| v.matches(value));
+        match item {
+            Some((_, _, count)) => NewValue {
+                threshold: *count,
+                pinned: true,
+            },
+            None => NewValue {
+                threshold: self.rule.count as i64,
+                pinned: false,
+            },
+        }
+    }
+
+    /// Admits `acquire` permits for `value` of resource `scope` at `now` (a single value: not `Null`,
+    /// not a list), or not.
+    #[inline]
+    pub(crate) fn acquire(
+        &self,
+        scope: u32,
+        value: &ParamValue<'_>,
+        now: u64,
+        acquire: u32,
+    ) -> Verdict {
+        let Some(hash) = self.cache.hash(scope, value) else {
+            return Verdict::Pass(0);
+        };
+        let a = i64::from(acquire);
+        let new = || self.new_value(value);
+        match &self.controller {
+            Controller::Bucket(b) => self.cache.with_cell(
+                hash,
+                scope,
+                value,
+                new,
+                |c| b.settled(c, now),
+                |cell, _| match b.next(cell, now, a) {
+                    Some(next) => {
+                        *cell = next;
+                        Verdict::Pass(0)
+                    }
+                    None => Verdict::Block,
+                },
+            ),
+            Controller::Pacing(r) => self.cache.with_cell(
+                hash,
+                scope,
+                value,
+                new,
+                |c| r.settled(c, now),
+                |cell, _| match r.next(cell, now, a) {
+                    Some((next, wait)) => {
+                        *cell = next;
+                        Verdict::Pass(wait)
+                    }
+                    None => Verdict::Block,
+                },
+            ),
+            Controller::Threads => self.cache.with_cell(
+                hash,
+                scope,
+                value,
+                new,
+                concurrency::settled,
+                // Values that found no room are refused: a shared in-flight count could not be
+                // released exactly.
+                |cell, shared| {
+                    if !shared && concurrency::try_enter(cell) {
+                        Verdict::Pass(0)
+                    } else {
+                        Verdict::Block
+                    }
+                },
+            ),
+        }
+    }
+
+    /// Whether [`acquire`](Self::acquire) would admit `value` now (changes nothing; a value not cached
+    /// yet is judged as a new one).
+    pub(crate) fn would_admit(
+        &self,
+        scope: u32,
+        value: &ParamValue<'_>,
+        now: u64,
+        acquire: u32,
+    ) -> bool {
+        let Some(hash) = self.cache.hash(scope, value) else {
+            return true;
+        };
+        let a = i64::from(acquire);
+        let check = |cell: &mut Cell| match &self.controller {
+            Controller::Bucket(b) => b.next(cell, now, a).is_some(),
+            Controller::Pacing(r) => r.next(cell, now, a).is_some(),
+            Controller::Threads => concurrency::can_enter(cell),
+        };
+        self.cache
+            .peek(hash, scope, value, check)
+            .unwrap_or_else(|| check(&mut Cell::new(self.new_value(value).threshold)))
+    }
+
+    /// Undoes an admission of `acquire` permits for `value`.
+    pub(crate) fn refund(&self, scope: u32, value: &ParamValue<'_>, acquire: u32) {
+        let Some(hash) = self.cache.hash(scope, value) else {
+            return;
+        };
+        let a = i64::from(acquire);
+        match &self.controller {
+            Controller::Bucket(b) => self
+                .cache
+                .cell_or_overflow(hash, scope, value, |cell| b.refund(cell, a)),
+            Controller::Pacing(r) => self
+                .cache
+                .cell_or_overflow(hash, scope, value, |cell| r.refund(cell, a)),
+            Controller::Threads => self.release(scope, value),
+        }
+    }
+
+    /// A call of `value` admitted by this THREAD rule ended.
+    pub(crate) fn release(&self, scope: u32, value: &ParamValue<'_>) {
+        if let Some(hash) = self.cache.hash(scope, value) {
+            self.cache.peek(hash, scope, value, concurrency::exit);
+        }
+    }
+
+    fn status(&self) -> ParamFlowStatus {
+        ParamFlowStatus {
+            rule: (*self.rule).clone(),
+            capacity: self.cache.capacity(),
+            values: self.cache.len(),
+            evictions: self.cache.evictions(),
+            overflows: self.cache.overflows(),
+        }
+    }
+}
+
+/// A hot-parameter rule in force and what its value cache holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParamFlowStatus {
+    /// The rule.
+    pub rule: ParamFlowRule,
+    /// The most values the rule remembers (exception items come on top).
+    pub capacity: usize,
+    /// Values remembered now.
+    pub values: usize,
+    /// Values dropped to make room. Only values whose state a new value would start from are dropped,
+    /// so an evicted value that comes back is judged exactly as if it had been kept.
+    pub evictions: u64,
+    /// Checks of new values that found the cache full of values still in use, and were judged against
+    /// a shared overflow state instead (a sign the capacity is too small for the traffic).
+    pub overflows: u64,
+}
+
+/// The rules of one resource.
+pub(crate) type Rules = [Arc<ParamRuleState>];
+
+/// An immutable set of hot-parameter rules.
+#[derive(Debug, Default)]
+pub(crate) struct ParamSnapshot {
+    in_order: Vec<Arc<ParamRuleState>>,
+    exact: FxHashMap<Box<str>, Box<Rules>>,
+    regex: Vec<(Regex, Arc<ParamRuleState>)>,
+    /// Resource name → exact and regex rules, filled on first sight of a name (regex rules only).
+    matched: ArcSwap<FxHashMap<Box<str>, Arc<Rules>>>,
+    matched_lock: Mutex<()>,
+    has_thread: bool,
+}
+
+/// The rules found for a resource.
+#[derive(Debug)]
+pub(crate) enum Found<'a> {
+    Exact(&'a Rules),
+    Matched(Arc<Rules>),
+}
+
+impl Deref for Found<'_> {
+    type Target = Rules;
+
+    fn deref(&self) -> &Rules {
+        match self {
+            Found::Exact(r) => r,
+            Found::Matched(r) => r,
+        }
+    }
+}
+
+impl ParamSnapshot {
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.in_order.is_empty()
+    }
+
+    /// Whether some rule is a THREAD rule (entries then release counts at exit).
+    #[inline]
+    pub(crate) fn has_thread_rules(&self) -> bool {
+        self.has_thread
+    }
+
+    /// The rules that apply to `resource`.
+    #[inline]
+    pub(crate) fn rules_for(&self, resource: &str) -> Option<Found<'_>> {
+        if self.regex.is_empty() {
+            return self.exact.get(resource).map(|r| Found::Exact(r));
+        }
+        if let Some(found) = self.matched.load().get(resource) {
+            return (!found.is_empty()).then(|| Found::Matched(found.clone()));
+        }
+        let mut rules: Vec<Arc<ParamRuleState>> = self
+            .exact
+            .get(resource)
+            .map(|r| r.to_vec())
+            .unwrap_or_default();
+        rules.extend(
+            self.regex
+                .iter()
+                .filter(|(re, _)| re.is_match(resource))
+                .map(|(_, s)| s.clone()),
+        );
+        let found: Arc<Rules> = rules.into();
+        {
+            let _guard = self.matched_lock.lock().unwrap_or_else(|e| e.into_inner());
+            let mut next = (**self.matched.load()).clone();
+            next.insert(Box::from(resource), found.clone());
+            self.matched.store(Arc::new(next));
+        }
+        (!found.is_empty()).then_some(Found::Matched(found))
+    }
+
+    /// Whether some rule names `resource` (exactly or by regex).
+    pub(crate) fn has_rules(&self, resource: &str) -> bool {
+        self.exact.contains_key(resource) || self.regex.iter().any(|(re, _)| re.is_match(resource))
+    }
+
+    /// The rules in load order.
+    pub(crate) fn rules(&self) -> impl Iterator<Item = &ParamFlowRule> {
+        self.in_order.iter().map(|s| &*s.rule)
+    }
+
+    /// The status of every rule, in load order.
+    pub(crate) fn statuses(&self) -> Vec<ParamFlowStatus> {
+        self.in_order.iter().map(|s| s.status()).collect()
+    }
+}
+
+/// The engine's hot-parameter rules.
+#[derive(Debug)]
+pub(crate) struct ParamFlowRules {
+    snapshot: ArcSwap<ParamSnapshot>,
+    /// Whether any rule is in force (read before the snapshot, so engines without parameter rules pay
+    /// one relaxed load per entry).
+    any: AtomicBool,
+    /// Whether any THREAD rule is in force (exits of other entries skip the snapshot).
+    any_thread: AtomicBool,
+    load_lock: Mutex<()>,
+    /// Values each rule remembers; `None`: Sentinel's `min(4000 · durationInSec, 200000)`.
+    capacity: Option<usize>,
+}
+
+impl ParamFlowRules {
+    pub(crate) fn new(capacity: Option<usize>) -> Self {
+        ParamFlowRules {
+            snapshot: ArcSwap::default(),
+            any: AtomicBool::new(false),
+            any_thread: AtomicBool::new(false),
+            load_lock: Mutex::new(()),
+            capacity,
+        }
+    }
+
+    /// The rules in force.
+    #[inline]
+    pub(crate) fn snapshot(&self) -> arc_swap::Guard<Arc<ParamSnapshot>> {
+        self.snapshot.load()
+    }
+
+    /// Whether any rule is in force (may lag a concurrent load by a moment, like the snapshot itself).
+    #[inline]
+    pub(crate) fn any(&self) -> bool {
+        self.any.load(Ordering::Relaxed)
+    }
+
+    /// Whether any THREAD rule is in force, or was when the current rules were loaded.
+    #[inline]
+    pub(crate) fn any_thread(&self) -> bool {
+        self.any_thread.load(Ordering::Relaxed)
+    }
+
+    /// Validates `rules` and puts them in force (`now_ms`: the engine's time); on error nothing changes.
+    pub(crate) fn load(&self, rules: Vec<ParamFlowRule>, now_ms: u64) -> Result<(), RuleError> {
+        let mut parsed: Vec<(ParamFlowRule, Vec<(StoredValue, u32)>)> = Vec::new();
+        for (index, rule) in rules.into_iter().enumerate() {
+            let items = rule.validate(index)?;
+            if !parsed.iter().any(|(r, _)| *r == rule) {
+                parsed.push((rule, items));
+            }
+        }
+        let _guard = self.load_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let old = self.snapshot.load_full();
+        if old.in_order.len() == parsed.len() && old.rules().zip(&parsed).all(|(a, (b, _))| a == b)
+        {
+            return Ok(());
+        }
+        let mut unused: Vec<Option<&Arc<ParamRuleState>>> = old.in_order.iter().map(Some).collect();
+        let mut in_order = Vec::with_capacity(parsed.len());
+        for (rule, items) in parsed {
+            let kept = unused
+                .iter_mut()
+                .find(|s| s.is_some_and(|s| *s.rule == rule))
+                .and_then(Option::take);
+            in_order.push(match kept {
+                Some(state) => state.clone(),
+                None => Arc::new(ParamRuleState::new(rule, items, self.capacity, now_ms)),
+            });
+        }
+        let mut exact: FxHashMap<Box<str>, Vec<Arc<ParamRuleState>>> = FxHashMap::default();
+        let mut regex = Vec::new();
+        for (index, state) in in_order.iter().enumerate() {
+            if state.rule.regex {
+                let re = Regex::new(&state.rule.resource).map_err(|e| {
+                    RuleError::invalid(
+                        index,
+                        "resource",
+                        format!("is not a valid regular expression: {e}"),
+                    )
+                })?;
+                regex.push((re, state.clone()));
+            } else {
+                exact
+                    .entry(Box::from(state.rule.resource.as_str()))
+                    .or_default()
+                    .push(state.clone());
+            }
+        }
+        let has_thread = in_order.iter().any(|s| s.is_thread());
+        let any = !in_order.is_empty();
+        // Entries admitted under the old rules may still have THREAD counts to release.
+        self.any_thread
+            .store(has_thread || old.has_thread, Ordering::Relaxed);
+        self.snapshot.store(Arc::new(ParamSnapshot {
+            in_order,
+            exact: exact
+                .into_iter()
+                .map(|(k, v)| (k, v.into_boxed_slice()))
+                .collect(),
+            regex,
+            matched: ArcSwap::default(),
+            matched_lock: Mutex::new(()),
+            has_thread,
+        }));
+        self.any.store(any, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_capacity_follows_sentinel() {
+        assert_eq!(default_capacity(1), 4000);
+        assert_eq!(default_capacity(10), 40_000);
+        assert_eq!(default_capacity(50), 200_000);
+        assert_eq!(default_capacity(u64::MAX), 200_000);
+    }
+
+    #[test]
+    fn items_are_found_by_type_and_value() {
+        let rule = ParamFlowRule::new("R", 0, 5.0)
+            .item(super::super::ParamFlowItem::int(42, 100))
+            .item(super::super::ParamFlowItem::string("42", 7));
+        let items = rule.validate(0).unwrap();
+        let state = ParamRuleState::new(rule, items, None, 0);
+        let threshold = |v: ParamValue<'_>| {
+            let n = state.new_value(&v);
+            (n.threshold, n.pinned)
+        };
+        assert_eq!(threshold(ParamValue::Int(42)), (100, true));
+        assert_eq!(threshold(ParamValue::from("42")), (7, true));
+        assert_eq!(threshold(ParamValue::Float(42.0)), (5, false));
+        assert_eq!(threshold(ParamValue::Int(43)), (5, false));
+    }
+}

@@ -1,0 +1,187 @@
+//! The rate-limiter behaviour (`controlBehavior` 2): uniform pacing per value, with a bounded queue.
+//!
+//! With threshold `count` per `durationInSec`, a request for `acquire` permits costs
+//!
+//! ```text
+//! cost = round(1000 · acquire · durationInSec / count)   ms
+//! ```
+//!
+//! Each value remembers `stamp`, when its latest admitted request passes. A request at `now`:
+//!
+//! * first request of the value: passes at once, `stamp = now`;
+//! * `stamp + cost ≤ now`: passes at once, `stamp = now`;
+//! * else it waits `stamp + cost − now` if that is *strictly* below `maxQueueingTimeMs` (so with the
+//!   default 0 nothing queues), and `stamp = stamp + cost`; otherwise it is blocked and nothing changes.
+//!
+//! (Sentinel's `passThrottleLocalCheck`.) A threshold of 0 blocks everything, and so does a request for
+//! more than `count + burstCount` permits (PF-05: a stale stamp must not let a huge batch through). The
+//! entry waits out the returned delay; nothing sleeps here.
+//!
+//! A value is *settled* once even the largest admissible request would pass at once: then it behaves
+//! exactly like a new value.
+
+use super::cache::{Cell, NEVER};
+
+/// The pacing of one rule (the per-value state lives in [`Cell`]s).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RateLimiter {
+    duration_in_sec: u64,
+    max_queueing_ms: u64,
+    burst: i64,
+}
+
+impl RateLimiter {
+    pub(crate) fn new(duration_in_sec: u64, max_queueing_ms: u32, burst: u32) -> Self {
+        RateLimiter {
+            duration_in_sec,
+            max_queueing_ms: u64::from(max_queueing_ms),
+            burst: i64::from(burst),
+        }
+    }
+
+    /// The cost in ms of `acquire` permits at the cell's threshold.
+    fn cost(&self, cell: &Cell, acquire: i64) -> u64 {
+        let cost =
+            (1000.0 * acquire as f64 * self.duration_in_sec as f64 / cell.threshold as f64).round();
+        if cost.is_finite() && cost > 0.0 {
+            cost as u64
+        } else {
+            0
+        }
+    }
+
+    /// The cell and the wait in ms after admitting `acquire` permits at `now`, or `None` for a block.
+    #[inline]
+    pub(crate) fn next(&self, cell: &Cell, now: u64, acquire: i64) -> Option<(Cell, u64)> {
+        if cell.threshold <= 0 || acquire > cell.threshold.saturating_add(self.burst) {
+            return None;
+        }
+        if cell.stamp == NEVER {
+            return Some((
+                Cell {
+                    stamp: now,
+                    ..*cell
+                },
+                0,
+            ));
+        }
+        let expected = cell.stamp.saturating_add(self.cost(cell, acquire));
+        if expected <= now {
+            return Some((
+                Cell {
+                    stamp: now,
+                    ..*cell
+                },
+                0,
+            ));
+        }
+        let wait = expected - now;
+        (wait < self.max_queueing_ms).then_some((
+            Cell {
+                stamp: expected,
+                ..*cell
+            },
+            wait,
+        ))
+    }
+
+    /// Gives back the slot of an admission that was then undone. (When the admission passed at once
+    /// after idling, moving the stamp back by its cost is as good as restoring it: every later request
+    /// finds the value idle either way.)
+    pub(crate) fn refund(&self, cell: &mut Cell, acquire: i64) {
+        if cell.stamp != NEVER {
+            cell.stamp = cell.stamp.saturating_sub(self.cost(cell, acquire));
+        }
+    }
+
+    /// Whether the value now behaves exactly like a new one.
+    pub(crate) fn settled(&self, cell: &Cell, now: u64) -> bool {
+        cell.stamp == NEVER
+            || (cell.stamp <= now
+                && now - cell.stamp >= self.cost(cell, cell.threshold.saturating_add(self.burst)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn admit(r: &RateLimiter, cell: &mut Cell, now: u64) -> Option<u64> {
+        let (next, wait) = r.next(cell, now, 1)?;
+        *cell = next;
+        Some(wait)
+    }
+
+    #[test]
+    fn strict_pacing_without_a_queue() {
+        let r = RateLimiter::new(1, 0, 0);
+        let mut cell = Cell::new(5);
+        assert_eq!(admit(&r, &mut cell, 1000), Some(0));
+        assert_eq!(admit(&r, &mut cell, 1000), None);
+        assert_eq!(admit(&r, &mut cell, 1199), None);
+        assert_eq!(admit(&r, &mut cell, 1200), Some(0));
+    }
+
+    #[test]
+    fn queueing_waits_strictly_below_the_limit() {
+        let r = RateLimiter::new(1, 500, 0);
+        let mut cell = Cell::new(10);
+        let waits: Vec<Option<u64>> = (0..7).map(|_| admit(&r, &mut cell, 0)).collect();
+        assert_eq!(
+            waits,
+            [
+                Some(0),
+                Some(100),
+                Some(200),
+                Some(300),
+                Some(400),
+                None,
+                None
+            ],
+            "a wait of exactly 500 ms is not below the 500 ms limit"
+        );
+    }
+
+    #[test]
+    fn the_cost_scales_with_duration_and_acquire() {
+        let r = RateLimiter::new(2, 10_000, 10);
+        let cell = Cell {
+            stamp: 0,
+            ..Cell::new(4)
+        };
+        assert_eq!(r.cost(&cell, 1), 500);
+        assert_eq!(r.cost(&cell, 3), 1500);
+        assert_eq!(r.next(&cell, 0, 3).map(|(_, w)| w), Some(1500));
+        assert_eq!(r.next(&cell, 0, 15), None, "more than count + burst");
+        assert_eq!(r.next(&Cell::new(0), 0, 1), None);
+    }
+
+    #[test]
+    fn refunds_return_the_slot() {
+        let r = RateLimiter::new(1, 1000, 0);
+        let mut cell = Cell::new(10);
+        admit(&r, &mut cell, 0);
+        assert_eq!(admit(&r, &mut cell, 0), Some(100));
+        r.refund(&mut cell, 1);
+        assert_eq!(admit(&r, &mut cell, 0), Some(100));
+    }
+
+    #[test]
+    fn settled_means_indistinguishable_from_new() {
+        let r = RateLimiter::new(1, 0, 0);
+        let mut cell = Cell::new(5);
+        admit(&r, &mut cell, 0);
+        assert!(r.settled(&Cell::new(5), 0));
+        assert!(
+            !r.settled(&cell, 999),
+            "a request for 5 permits would still wait"
+        );
+        assert!(r.settled(&cell, 1000));
+        for acquire in 1..=5 {
+            assert_eq!(
+                r.next(&cell, 1000, acquire),
+                r.next(&Cell::new(5), 1000, acquire)
+            );
+        }
+    }
+}

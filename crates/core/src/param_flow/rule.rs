@@ -1,0 +1,620 @@
+//! `ParamFlowRule`: Sentinel's hot-parameter rule, every field, default and JSON name.
+//!
+//! A rule limits each distinct value of one argument (`paramIdx`; negative counts from the end) of a
+//! resource: `count` per `durationInSec` for QPS rules, `count` calls in flight for THREAD rules.
+//! `paramFlowItemList` gives single values their own threshold. An item's `object` is text parsed by its
+//! `classType` (`int`/`java.lang.Integer`, `long`, `short`, `byte`, `double`, `float`, `boolean`, `char`,
+//! `java.lang.String` or blank for a string, any other Java class name as a string, like Sentinel), so
+//! the integer `42` and the string `"42"` are different items.
+
+use std::any::Any;
+
+use serde_json::{Map, Value, json};
+
+use crate::block::BlockRule;
+use crate::flow::{ControlBehavior, FlowGrade};
+use crate::param::{ParamValue, StoredValue};
+use crate::rules::{RuleError, RuleFields};
+
+/// A value with its own threshold (Sentinel's `ParamFlowItem`).
+///
+/// ```
+/// use floodgate_core::ParamFlowItem;
+///
+/// let vip = ParamFlowItem::int(42, 100);
+/// assert_eq!((vip.object.as_str(), vip.class_type.as_deref()), ("42", Some("int")));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamFlowItem {
+    /// The value, as text (parsed by `class_type`).
+    pub object: String,
+    /// The value's threshold (replaces the rule's `count` for it).
+    pub count: u32,
+    /// The value's Java type (`int`, `long`, `double`, `boolean`, `java.lang.String`, …); none means string.
+    pub class_type: Option<String>,
+}
+
+impl ParamFlowItem {
+    /// A string value with its own threshold.
+    pub fn string(value: impl Into<String>, count: u32) -> Self {
+        ParamFlowItem {
+            object: value.into(),
+            count,
+            class_type: Some("java.lang.String".to_owned()),
+        }
+    }
+
+    /// An integer value with its own threshold (`int` when it fits 32 bits, else `long`).
+    pub fn int(value: i64, count: u32) -> Self {
+        let class = if i32::try_from(value).is_ok() {
+            "int"
+        } else {
+            "long"
+        };
+        ParamFlowItem {
+            object: value.to_string(),
+            count,
+            class_type: Some(class.to_owned()),
+        }
+    }
+
+    /// A floating-point value with its own threshold.
+    pub fn double(value: f64, count: u32) -> Self {
+        ParamFlowItem {
+            object: ParamValue::Float(value).to_string(),
+            count,
+            class_type: Some("double".to_owned()),
+        }
+    }
+
+    /// A boolean value with its own threshold.
+    pub fn boolean(value: bool, count: u32) -> Self {
+        ParamFlowItem {
+            object: value.to_string(),
+            count,
+            class_type: Some("boolean".to_owned()),
+        }
+    }
+
+    /// The typed value this item stands for, or why `object` does not parse as `class_type`.
+    pub(crate) fn parse(&self) -> Result<StoredValue, String> {
+        let object = self.object.as_str();
+        let class = self.class_type.as_deref().map_or("", str::trim);
+        let bad = |what: &str| format!("is not a valid {what}: `{object}`");
+        let int = |v: Result<i64, _>, what: &str| {
+            v.map(StoredValue::Int)
+                .map_err(|_: std::num::ParseIntError| bad(what))
+        };
+        match class {
+            "" | "java.lang.String" => Ok(StoredValue::from_str(object)),
+            "int" | "java.lang.Integer" => int(object.parse::<i32>().map(i64::from), "int"),
+            "long" | "java.lang.Long" => int(object.parse::<i64>(), "long"),
+            "short" | "java.lang.Short" => int(object.parse::<i16>().map(i64::from), "short"),
+            "byte" | "java.lang.Byte" => int(object.parse::<i8>().map(i64::from), "byte"),
+            "double" | "java.lang.Double" => {
+                parse_float(object).map(float).ok_or_else(|| bad("double"))
+            }
+            "float" | "java.lang.Float" => parse_float(object)
+                .map(|x| float(f64::from(x as f32)))
+                .ok_or_else(|| bad("float")),
+            "boolean" | "java.lang.Boolean" => {
+                if object.eq_ignore_ascii_case("true") {
+                    Ok(StoredValue::Bool(true))
+                } else if object.eq_ignore_ascii_case("false") {
+                    Ok(StoredValue::Bool(false))
+                } else {
+                    Err(bad("boolean"))
+                }
+            }
+            "char" => object
+                .chars()
+                .next()
+                .map(|c| StoredValue::from_str(c.encode_utf8(&mut [0; 4])))
+                .ok_or_else(|| "must not be empty for a char".to_owned()),
+            // Sentinel keeps the text of any other class (a user's `ParamFlowArgument` type, say) as a string.
+            other if other.contains('.') => Ok(StoredValue::from_str(object)),
+            other => Err(format!(
+                "has an unknown classType `{other}` (expected int, long, short, byte, double, float, boolean, \
+                 char, java.lang.String or a Java class name)"
+            )),
+        }
+    }
+}
+
+fn float(x: f64) -> StoredValue {
+    StoredValue::from_value(&ParamValue::Float(x)).unwrap_or(StoredValue::Int(0))
+}
+
+/// Java's `Double.parseDouble`, near enough: surrounding blanks and a trailing `d`/`f` are allowed.
+fn parse_float(text: &str) -> Option<f64> {
+    let t = text.trim();
+    t.parse::<f64>().ok().or_else(|| {
+        t.strip_suffix(['d', 'D', 'f', 'F'])
+            .and_then(|t| t.parse::<f64>().ok())
+    })
+}
+
+/// Cluster settings of a hot-parameter rule (Sentinel's `ParamFlowClusterConfig`). Floodgate has no token
+/// server yet, so a cluster QPS rule is checked locally when `fallbackToLocalWhenFail` holds and passes
+/// otherwise, exactly as Sentinel does when no token service is available.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamFlowClusterConfig {
+    /// Globally unique flow id (> 0).
+    pub flow_id: i64,
+    /// 0 average-local (threshold × clients), 1 global.
+    pub threshold_type: i32,
+    /// Check locally when the token server cannot answer (default **false** for parameter rules).
+    pub fallback_to_local_when_fail: bool,
+    /// Token server window sample count (default 10).
+    pub sample_count: i32,
+    /// Token server window interval (default 1000 ms; divisible by the sample count).
+    pub window_interval_ms: i32,
+}
+
+impl Default for ParamFlowClusterConfig {
+    fn default() -> Self {
+        ParamFlowClusterConfig {
+            flow_id: 0,
+            threshold_type: 0,
+            fallback_to_local_when_fail: false,
+            sample_count: 10,
+            window_interval_ms: 1000,
+        }
+    }
+}
+
+/// A hot-parameter rule (Sentinel's `ParamFlowRule`).
+///
+/// ```
+/// use floodgate_core::{ParamFlowItem, ParamFlowRule};
+///
+/// // Each user (argument 0) may call 5 times a second; user 42 100 times.
+/// let rule = ParamFlowRule::new("GET:/orders", 0, 5.0).item(ParamFlowItem::int(42, 100));
+/// assert_eq!((rule.duration_in_sec, rule.burst_count), (1, 0));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParamFlowRule {
+    /// Optional id (reported with blocks).
+    pub id: Option<i64>,
+    /// The resource (a regular expression when `regex`).
+    pub resource: String,
+    /// Kept and reported like Sentinel's (`default`); parameter rules apply to every caller.
+    pub limit_app: String,
+    /// QPS (per `duration_in_sec`) or calls in flight, per value.
+    pub grade: FlowGrade,
+    /// Which argument: from 0, or negative to count from the end (`-1` is the last), per call.
+    pub param_idx: i32,
+    /// The threshold per value (truncated to a whole number, as in Sentinel).
+    pub count: f64,
+    /// QPS rules: `Reject` (a token bucket per value) or `RateLimiter` (uniform pacing per value).
+    pub control_behavior: ControlBehavior,
+    /// Rate limiter: the longest queueing wait in ms (default 0: no queueing).
+    pub max_queueing_time_ms: u32,
+    /// Token bucket: extra tokens a value may burst with (default 0).
+    pub burst_count: u32,
+    /// The window the threshold counts over, in seconds (default 1).
+    pub duration_in_sec: u64,
+    /// Values with their own threshold.
+    pub param_flow_item_list: Vec<ParamFlowItem>,
+    /// Whether the rule is a cluster rule.
+    pub cluster_mode: bool,
+    /// Cluster settings (required with `cluster_mode`).
+    pub cluster_config: Option<ParamFlowClusterConfig>,
+    /// Whether `resource` is a regular expression.
+    pub regex: bool,
+}
+
+impl ParamFlowRule {
+    /// A QPS rule on argument `param_idx` of `resource`, `count` per second per value, with Sentinel's
+    /// other defaults.
+    pub fn new(resource: impl Into<String>, param_idx: i32, count: f64) -> Self {
+        ParamFlowRule {
+            id: None,
+            resource: resource.into(),
+            limit_app: "default".to_owned(),
+            grade: FlowGrade::Qps,
+            param_idx,
+            count,
+            control_behavior: ControlBehavior::Reject,
+            max_queueing_time_ms: 0,
+            burst_count: 0,
+            duration_in_sec: 1,
+            param_flow_item_list: Vec::new(),
+            cluster_mode: false,
+            cluster_config: None,
+            regex: false,
+        }
+    }
+
+    /// Sets the grade.
+    pub fn grade(mut self, grade: FlowGrade) -> Self {
+        self.grade = grade;
+        self
+    }
+
+    /// Sets the control behavior (`Reject` or `RateLimiter`).
+    pub fn control_behavior(mut self, behavior: ControlBehavior) -> Self {
+        self.control_behavior = behavior;
+        self
+    }
+
+    /// Sets the longest queueing wait of the rate limiter.
+    pub fn max_queueing_time_ms(mut self, ms: u32) -> Self {
+        self.max_queueing_time_ms = ms;
+        self
+    }
+
+    /// Sets the burst.
+    pub fn burst_count(mut self, burst: u32) -> Self {
+        self.burst_count = burst;
+        self
+    }
+
+    /// Sets the window length in seconds.
+    pub fn duration_in_sec(mut self, seconds: u64) -> Self {
+        self.duration_in_sec = seconds;
+        self
+    }
+
+    /// Adds a value with its own threshold.
+    pub fn item(mut self, item: ParamFlowItem) -> Self {
+        self.param_flow_item_list.push(item);
+        self
+    }
+
+    /// Makes `resource` a regular expression.
+    pub fn regex(mut self) -> Self {
+        self.regex = true;
+        self
+    }
+
+    /// Sets the id.
+    pub fn id(mut self, id: i64) -> Self {
+        self.id = Some(id);
+        self
+    }
+
+    /// Checks the rule; `index` is its position in the list being loaded. Returns the parsed items.
+    pub(crate) fn validate(&self, index: usize) -> Result<Vec<(StoredValue, u32)>, RuleError> {
+        let err = |field: &str, reason: String| Err(RuleError::invalid(index, field, reason));
+        if self.resource.trim().is_empty() {
+            return err("resource", "must not be blank".into());
+        }
+        if !self.count.is_finite() || self.count < 0.0 {
+            return err(
+                "count",
+                format!("must be a finite number ≥ 0, got {}", self.count),
+            );
+        }
+        if self.limit_app.trim().is_empty() {
+            return err("limitApp", "must not be blank".into());
+        }
+        if !matches!(
+            self.control_behavior,
+            ControlBehavior::Reject | ControlBehavior::RateLimiter
+        ) {
+            return err(
+                "controlBehavior",
+                "parameter rules support 0 (default) and 2 (rate limiter)".into(),
+            );
+        }
+        if self.grade == FlowGrade::Thread && self.control_behavior != ControlBehavior::Reject {
+            return err(
+                "controlBehavior",
+                "only QPS rules queue; THREAD rules reject".into(),
+            );
+        }
+        if self.duration_in_sec == 0 {
+            return err("durationInSec", "must be > 0".into());
+        }
+        let mut items: Vec<(StoredValue, u32)> =
+            Vec::with_capacity(self.param_flow_item_list.len());
+        for (i, item) in self.param_flow_item_list.iter().enumerate() {
+            let field = |name: &str| format!("paramFlowItemList[{i}].{name}");
+            if i32::try_from(item.count).is_err() {
+                return err(
+                    &field("count"),
+                    format!("must be ≤ {}, got {}", i32::MAX, item.count),
+                );
+            }
+            let value = match item.parse() {
+                Ok(v) => v,
+                Err(reason) => return err(&field("object"), reason),
+            };
+            if let Some(first) = items.iter().position(|(v, _)| *v == value) {
+                return err(
+                    &field("object"),
+                    format!("duplicates item {first} ({:?})", value.view()),
+                );
+            }
+            items.push((value, item.count));
+        }
+        if self.regex {
+            if let Err(e) = regex::Regex::new(&self.resource) {
+                return err(
+                    "resource",
+                    format!("is not a valid regular expression: {e}"),
+                );
+            }
+            if self.cluster_mode || self.control_behavior != ControlBehavior::Reject {
+                return err("regex", "regex rules must be local default rules".into());
+            }
+        }
+        if self.cluster_mode {
+            let Some(c) = &self.cluster_config else {
+                return err("clusterConfig", "is required in cluster mode".into());
+            };
+            if c.flow_id <= 0 {
+                return err(
+                    "clusterConfig.flowId",
+                    format!("must be > 0, got {}", c.flow_id),
+                );
+            }
+            if !(0..=1).contains(&c.threshold_type) {
+                return err(
+                    "clusterConfig.thresholdType",
+                    format!("must be 0 or 1, got {}", c.threshold_type),
+                );
+            }
+            if c.sample_count <= 0
+                || c.window_interval_ms <= 0
+                || c.window_interval_ms % c.sample_count != 0
+            {
+                return err(
+                    "clusterConfig.windowIntervalMs",
+                    format!(
+                        "must be positive and divisible by sampleCount ({} / {})",
+                        c.window_interval_ms, c.sample_count
+                    ),
+                );
+            }
+        }
+        Ok(items)
+    }
+
+    /// Reads a rule from Sentinel JSON.
+    pub(crate) fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {
+        let Some(param_idx) = f.int_in::<i32>("paramIdx")? else {
+            return Err(f.error("paramIdx", "is required"));
+        };
+        let mut rule = ParamFlowRule::new(
+            f.string("resource")?.unwrap_or_default(),
+            param_idx,
+            f.number("count")?.unwrap_or(0.0),
+        );
+        rule.id = f.integer("id")?;
+        if let Some(app) = f.string("limitApp")? {
+            if !app.trim().is_empty() {
+                rule.limit_app = app.to_owned();
+            }
+        }
+        rule.grade = match f.integer("grade")?.unwrap_or(1) {
+            0 => FlowGrade::Thread,
+            1 => FlowGrade::Qps,
+            g => return Err(f.error("grade", format!("must be 0 (thread) or 1 (QPS), got {g}"))),
+        };
+        rule.control_behavior = match f.integer("controlBehavior")?.unwrap_or(0) {
+            0 => ControlBehavior::Reject,
+            2 => ControlBehavior::RateLimiter,
+            b => {
+                return Err(f.error(
+                    "controlBehavior",
+                    format!("must be 0 (default) or 2 (rate limiter), got {b}"),
+                ));
+            }
+        };
+        let non_negative = |field: &str| -> Result<Option<u32>, RuleError> {
+            match f.integer(field)? {
+                None => Ok(None),
+                Some(v) => i32::try_from(v)
+                    .ok()
+                    .and_then(|v| u32::try_from(v).ok())
+                    .map(Some)
+                    .ok_or_else(|| f.error(field, format!("must be ≥ 0, got {v}"))),
+            }
+        };
+        rule.max_queueing_time_ms = non_negative("maxQueueingTimeMs")?.unwrap_or(0);
+        rule.burst_count = non_negative("burstCount")?.unwrap_or(0);
+        if let Some(d) = f.integer("durationInSec")? {
+            rule.duration_in_sec = u64::try_from(d)
+                .map_err(|_| f.error("durationInSec", format!("must be > 0, got {d}")))?;
+        }
+        rule.param_flow_item_list = f
+            .array("paramFlowItemList", |item| {
+                let Some(object) = item.string("object")? else {
+                    return Err(item.error("object", "is required"));
+                };
+                let Some(count) = item.integer("count")? else {
+                    return Err(item.error("count", "is required"));
+                };
+                let count = i32::try_from(count)
+                    .ok()
+                    .and_then(|c| u32::try_from(c).ok())
+                    .ok_or_else(|| item.error("count", format!("must be ≥ 0, got {count}")))?;
+                Ok(ParamFlowItem {
+                    object: object.to_owned(),
+                    count,
+                    class_type: item.string("classType")?.map(str::to_owned),
+                })
+            })?
+            .unwrap_or_default();
+        rule.cluster_mode = f.boolean("clusterMode")?.unwrap_or(false);
+        rule.cluster_config = f.object("clusterConfig", |c| {
+            let d = ParamFlowClusterConfig::default();
+            Ok(ParamFlowClusterConfig {
+                flow_id: c.integer("flowId")?.unwrap_or(d.flow_id),
+                threshold_type: c.int_in("thresholdType")?.unwrap_or(d.threshold_type),
+                fallback_to_local_when_fail: c
+                    .boolean("fallbackToLocalWhenFail")?
+                    .unwrap_or(d.fallback_to_local_when_fail),
+                sample_count: c.int_in("sampleCount")?.unwrap_or(d.sample_count),
+                window_interval_ms: c
+                    .int_in("windowIntervalMs")?
+                    .unwrap_or(d.window_interval_ms),
+            })
+        })?;
+        rule.regex = f.boolean("regex")?.unwrap_or(false);
+        rule.validate(f.index())?;
+        Ok(rule)
+    }
+
+    /// The rule as Sentinel JSON (nulls omitted).
+    pub(crate) fn to_json(&self) -> Map<String, Value> {
+        let mut m = Map::new();
+        if let Some(id) = self.id {
+            m.insert("id".into(), json!(id));
+        }
+        m.insert("resource".into(), json!(self.resource));
+        m.insert("limitApp".into(), json!(self.limit_app));
+        m.insert(
+            "grade".into(),
+            json!(match self.grade {
+                FlowGrade::Thread => 0,
+                FlowGrade::Qps => 1,
+            }),
+        );
+        m.insert("paramIdx".into(), json!(self.param_idx));
+        m.insert("count".into(), json!(self.count));
+        m.insert(
+            "controlBehavior".into(),
+            json!(match self.control_behavior {
+                ControlBehavior::RateLimiter => 2,
+                _ => 0,
+            }),
+        );
+        m.insert("maxQueueingTimeMs".into(), json!(self.max_queueing_time_ms));
+        m.insert("burstCount".into(), json!(self.burst_count));
+        m.insert("durationInSec".into(), json!(self.duration_in_sec));
+        let items: Vec<Value> = self
+            .param_flow_item_list
+            .iter()
+            .map(|item| {
+                let mut i = Map::new();
+                i.insert("object".into(), json!(item.object));
+                i.insert("count".into(), json!(item.count));
+                if let Some(c) = &item.class_type {
+                    i.insert("classType".into(), json!(c));
+                }
+                Value::Object(i)
+            })
+            .collect();
+        m.insert("paramFlowItemList".into(), Value::Array(items));
+        m.insert("clusterMode".into(), json!(self.cluster_mode));
+        if let Some(c) = &self.cluster_config {
+            m.insert(
+                "clusterConfig".into(),
+                json!({
+                    "flowId": c.flow_id,
+                    "thresholdType": c.threshold_type,
+                    "fallbackToLocalWhenFail": c.fallback_to_local_when_fail,
+                    "sampleCount": c.sample_count,
+                    "windowIntervalMs": c.window_interval_ms,
+                }),
+            );
+        }
+        m.insert("regex".into(), json!(self.regex));
+        m
+    }
+}
+
+impl BlockRule for ParamFlowRule {
+    fn id(&self) -> Option<i64> {
+        self.id
+    }
+
+    fn limit_app(&self) -> &str {
+        &self.limit_app
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(object: &str, class: Option<&str>) -> Result<StoredValue, String> {
+        ParamFlowItem {
+            object: object.to_owned(),
+            count: 1,
+            class_type: class.map(str::to_owned),
+        }
+        .parse()
+    }
+
+    #[test]
+    fn items_parse_by_class_type() {
+        let int = |i| Ok(StoredValue::Int(i));
+        assert_eq!(item("42", Some("int")), int(42));
+        assert_eq!(item("42", Some("java.lang.Integer")), int(42));
+        assert_eq!(item("-7", Some("long")), int(-7));
+        assert_eq!(
+            item("9000000000", Some("java.lang.Long")),
+            int(9_000_000_000)
+        );
+        assert_eq!(item("12", Some("short")), int(12));
+        assert_eq!(item("-128", Some("byte")), int(-128));
+        assert_eq!(item("TRUE", Some("boolean")), Ok(StoredValue::Bool(true)));
+        assert_eq!(
+            item("false", Some("java.lang.Boolean")),
+            Ok(StoredValue::Bool(false))
+        );
+        assert_eq!(item("1.5", Some("double")), Ok(float(1.5)));
+        assert_eq!(item(" 2.5d ", Some("java.lang.Double")), Ok(float(2.5)));
+        assert_eq!(item("0.1", Some("float")), Ok(float(f64::from(0.1f32))));
+        assert_eq!(item("42", None), Ok(StoredValue::from_str("42")));
+        assert_eq!(item("42", Some(" ")), Ok(StoredValue::from_str("42")));
+        assert_eq!(
+            item("42", Some("java.lang.String")),
+            Ok(StoredValue::from_str("42"))
+        );
+        assert_eq!(
+            item("k", Some("com.example.Key")),
+            Ok(StoredValue::from_str("k"))
+        );
+        assert_eq!(item("xyz", Some("char")), Ok(StoredValue::from_str("x")));
+        assert_ne!(
+            item("42", Some("int")),
+            item("42", None),
+            "typed: 42 ≠ \"42\""
+        );
+    }
+
+    #[test]
+    fn bad_items_say_why() {
+        assert_eq!(
+            item("4x", Some("int")).unwrap_err(),
+            "is not a valid int: `4x`"
+        );
+        assert!(item("3000000000", Some("int")).is_err(), "int is 32 bits");
+        assert!(item("200", Some("byte")).is_err());
+        assert!(item("yes", Some("boolean")).is_err());
+        assert!(item("", Some("char")).is_err());
+        assert!(item("nope", Some("double")).is_err());
+        assert!(
+            item("1", Some("i64"))
+                .unwrap_err()
+                .starts_with("has an unknown classType `i64`")
+        );
+    }
+
+    #[test]
+    fn typed_items_print_as_sentinel_writes_them() {
+        assert_eq!(
+            ParamFlowItem::int(5_000_000_000, 1).class_type.as_deref(),
+            Some("long")
+        );
+        assert_eq!(ParamFlowItem::double(2.0, 1).object, "2.0");
+        assert_eq!(ParamFlowItem::double(2.0, 1).parse(), Ok(float(2.0)));
+        assert_eq!(
+            ParamFlowItem::boolean(true, 1).parse(),
+            Ok(StoredValue::Bool(true))
+        );
+        assert_eq!(
+            ParamFlowItem::string("a", 1).parse(),
+            Ok(StoredValue::from_str("a"))
+        );
+    }
+}

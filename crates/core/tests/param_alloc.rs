@@ -1,0 +1,165 @@
+//! Hot-parameter checks allocate nothing for integer and short string keys once the values are known:
+//! passes, blocks (the offending value included), THREAD releases, and evictions that replace settled
+//! values in place (a behaviour test with a counting allocator). The allocator counts every thread, so
+//! the tests of this binary take turns.
+
+use std::alloc::System;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use floodgate_core::{Floodgate, ManualClock, ParamValue, RuleType};
+use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+const T0: u64 = 1_700_000_000_000;
+
+static TURN: Mutex<()> = Mutex::new(());
+
+fn my_turn() -> MutexGuard<'static, ()> {
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn keys() -> (Vec<i64>, Vec<String>) {
+    let ints = (0..1000).collect();
+    let strings = (0..1000).map(|i| format!("user-{i:06}")).collect();
+    (ints, strings)
+}
+
+/// One round of guarded calls over every key: token bucket, pacing and THREAD rules, one and two args.
+fn round(fg: &Floodgate, ints: &[i64], strings: &[String]) {
+    for (i, s) in ints.iter().zip(strings) {
+        drop(fg.entry("R").args([*i]).enter().unwrap());
+        drop(fg.entry("R").args([s.as_str()]).enter().unwrap());
+        drop(
+            fg.entry("R")
+                .args([ParamValue::from(s.as_str()), ParamValue::from(*i)])
+                .enter()
+                .unwrap(),
+        );
+        drop(fg.entry("P").args([*i]).enter().unwrap());
+        let held = fg.entry("T").args([s.as_str()]).enter().unwrap();
+        drop(fg.entry("T").args([*i]).enter().unwrap());
+        drop(held);
+    }
+}
+
+#[test]
+fn guarded_calls_with_known_values_allocate_nothing() {
+    let _turn = my_turn();
+    let clock = ManualClock::new(T0);
+    let fg = Floodgate::builder().clock(clock.clone()).build();
+    fg.load_rules_json(
+        RuleType::ParamFlow,
+        r#"[{"resource":"R","paramIdx":0,"count":1e9},
+            {"resource":"R","paramIdx":-1,"count":1e9,"burstCount":5},
+            {"resource":"P","paramIdx":0,"count":1e9,"controlBehavior":2,"maxQueueingTimeMs":10},
+            {"resource":"T","grade":0,"paramIdx":0,"count":1e6}]"#,
+    )
+    .unwrap();
+    let (ints, strings) = keys();
+    // Warm up: the values enter the caches, the resources and thread-locals are created, and the
+    // statistics have seen a few seconds.
+    for step in 0..4 {
+        clock.set(T0 + step * 1001);
+        round(&fg, &ints, &strings);
+    }
+    let region = Region::new(GLOBAL);
+    for step in 0..5 {
+        clock.set(T0 + 4004 + step * 250);
+        round(&fg, &ints, &strings);
+    }
+    let stats = region.change();
+    assert_eq!(
+        stats.allocations, 0,
+        "allocations during 35,000 guarded calls: {stats:?}"
+    );
+    assert_eq!(stats.reallocations, 0);
+}
+
+#[test]
+fn blocks_naming_the_value_allocate_nothing() {
+    let _turn = my_turn();
+    let clock = ManualClock::new(T0);
+    let fg = Floodgate::builder().clock(clock.clone()).build();
+    fg.load_rules_json(
+        RuleType::ParamFlow,
+        r#"[{"resource":"B","paramIdx":0,"count":1}]"#,
+    )
+    .unwrap();
+    let (ints, strings) = keys();
+    // Warm up: every value spends its token and is blocked once (the block log has seen the key).
+    clock.set(T0 + 2000);
+    for (i, s) in ints.iter().zip(&strings) {
+        for _ in 0..2 {
+            drop(fg.entry("B").args([*i]).enter());
+            drop(fg.entry("B").args([s.as_str()]).enter());
+        }
+    }
+    let region = Region::new(GLOBAL);
+    let mut named = 0;
+    for _ in 0..5 {
+        for (i, s) in ints.iter().zip(&strings) {
+            let block = fg.entry("B").args([*i]).enter().unwrap_err();
+            named += usize::from(block.param() == Some(ParamValue::Int(*i)));
+            let block = fg.entry("B").args([s.as_str()]).enter().unwrap_err();
+            named += usize::from(block.param().is_some());
+        }
+    }
+    let stats = region.change();
+    assert_eq!(named, 10_000);
+    assert_eq!(
+        stats.allocations, 0,
+        "allocations during 10,000 blocks: {stats:?}"
+    );
+}
+
+#[test]
+fn a_flood_of_new_values_replaces_settled_ones_in_place() {
+    let _turn = my_turn();
+    let clock = ManualClock::new(T0);
+    let fg = Floodgate::builder()
+        .clock(clock.clone())
+        .param_cache_capacity(64)
+        .build();
+    fg.load_rules_json(
+        RuleType::ParamFlow,
+        r#"[{"resource":"F","paramIdx":0,"count":1e9}]"#,
+    )
+    .unwrap();
+    let names: Vec<String> = (0..10_000).map(|i| format!("k{i}")).collect();
+    let mut next = 0usize;
+    let mut flood = |fg: &Floodgate, n: usize| {
+        for _ in 0..n {
+            let i = next % names.len();
+            next += 1;
+            drop(fg.entry("F").args([i as i64]).enter().unwrap());
+            drop(fg.entry("F").args([names[i].as_str()]).enter().unwrap());
+        }
+    };
+    // Warm up: fill the cache, then let a round of values settle and be replaced.
+    for _ in 0..4 {
+        flood(&fg, 100);
+        clock.advance(Duration::from_millis(1001));
+    }
+    let before = fg.param_flow_status()[0].clone();
+    let region = Region::new(GLOBAL);
+    for _ in 0..20 {
+        flood(&fg, 100);
+        clock.advance(Duration::from_millis(1001));
+    }
+    let stats = region.change();
+    let after = &fg.param_flow_status()[0];
+    assert_eq!(after.values, 64);
+    assert_eq!(
+        after.evictions - before.evictions,
+        20 * 64,
+        "each window replaces all 64"
+    );
+    assert_eq!(after.overflows - before.overflows, 20 * (200 - 64));
+    assert_eq!(
+        stats.allocations, 0,
+        "allocations while 2,560 values were evicted: {stats:?}"
+    );
+}
