@@ -14,23 +14,20 @@
 //! ```
 
 pub use floodgate_core::{
-    Attachment, BlockError, BlockKind, BlockRule, CachedClock, CallTree, Clock, ClusterBuilderSlot,
-    ClusterFlowConfig, ConfigError, ContextBuilder, ControlBehavior, DEFAULT_CONTEXT_NAME,
-    DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_RESOURCES, DEFAULT_OCCUPY_TIMEOUT, EngineStats, Entry,
-    EntryBuilder, EntryType, ExitContext, Floodgate, FloodgateBuilder, FlowGrade, FlowRule,
-    FlowSlot, FlowStatus, FlowStrategy, Hooks, LogSlot, MACHINE_ROOT, ManualClock, MetricLine,
-    NodeSelectorSlot, NodeSnapshot, NodeView, ParamValue, ResourceHandle, ResourceType, RuleError,
-    RuleType, SetGlobalDefaultError, Slot, SlotContext, SlotRegistration, StatisticSlot,
-    SystemClock, TOTAL_INBOUND_TRAFFIC, TreeNodeKind, UnknownRuleType, WindowError, entry, global,
-    order, register_slot, set_global_default,
-};
-pub use floodgate_core::{
-    AuthorityRule, AuthoritySlot, AuthorityStrategy, ManualProbe, OsProbe, SystemLimit,
-    SystemLimitType, SystemProbe, SystemRule, SystemSlot, SystemStatus, SystemThresholds,
-};
-pub use floodgate_core::{
-    BreakerState, BreakerStateChange, BreakerStatus, DEFAULT_DEGRADE_RESOURCE,
-    DefaultCircuitBreakerSlot, DegradeGrade, DegradeRule, DegradeSlot,
+    Attachment, AuthorityRule, AuthoritySlot, AuthorityStrategy, BlockError, BlockKind, BlockRule,
+    BreakerState, BreakerStateChange, BreakerStatus, CachedClock, CallTree, Clock,
+    ClusterBuilderSlot, ClusterFlowConfig, ConfigError, ContextBuilder, ControlBehavior,
+    DEFAULT_CONTEXT_NAME, DEFAULT_DEGRADE_RESOURCE, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_RESOURCES,
+    DEFAULT_OCCUPY_TIMEOUT, DefaultCircuitBreakerSlot, DegradeGrade, DegradeRule, DegradeSlot,
+    EngineStats, Entry, EntryBuilder, EntryType, ExitContext, Floodgate, FloodgateBuilder,
+    FlowGrade, FlowRule, FlowSlot, FlowStatus, FlowStrategy, Hooks, LogSlot, MACHINE_ROOT,
+    ManualClock, ManualProbe, MetricLine, NodeSelectorSlot, NodeSnapshot, NodeView, OsProbe,
+    ParamFlowClusterConfig, ParamFlowItem, ParamFlowRule, ParamFlowSlot, ParamFlowStatus, ParamKey,
+    ParamValue, ResourceHandle, ResourceType, RuleError, RuleType, SetGlobalDefaultError, Slot,
+    SlotContext, SlotRegistration, StatisticSlot, SystemClock, SystemLimit, SystemLimitType,
+    SystemProbe, SystemRule, SystemSlot, SystemStatus, SystemThresholds, TOTAL_INBOUND_TRAFFIC,
+    TreeNodeKind, UnknownRuleType, WindowError, entry, global, order, register_slot,
+    set_global_default, utc_datetime,
 };
 
 /// The agent (`floodgate-transport`): command API, heartbeats, metrics, rule files.
