@@ -459,3 +459,29 @@ fn every_rule_type_round_trips_through_the_api() {
         "the authority rule applies"
     );
 }
+
+#[test]
+fn param_flow_rules_round_trip_as_the_java_dashboard_sends_them() {
+    let (_clock, fg) = engine();
+    let agent = builder(&fg).start().unwrap();
+    let addr = agent.local_addr();
+    let data = r#"[{"burstCount":0,"clusterMode":false,"controlBehavior":0,"count":5.0,"durationInSec":1,"grade":1,"limitApp":"default","maxQueueingTimeMs":0,"paramFlowItemList":[{"classType":"int","count":50,"object":"42"}],"paramIdx":0,"resource":"res"}]"#;
+    assert_eq!(
+        post(addr, "setParamFlowRules", &[("data", data)]),
+        (200, "success".to_owned())
+    );
+    let (status, back) = get(addr, "getParamFlowRules");
+    assert_eq!(status, 200);
+    let back: Value = serde_json::from_str(&back).unwrap();
+    assert_eq!(back[0]["resource"], "res");
+    assert_eq!(back[0]["paramFlowItemList"][0]["object"], "42");
+    let passed = (0..10)
+        .filter(|_| fg.entry("res").args(["k"]).enter().is_ok())
+        .count();
+    assert_eq!(passed, 5, "5 per value");
+    let bad = r#"[{"resource":"res","count":1}]"#;
+    let (status, message) = post(addr, "setParamFlowRules", &[("data", bad)]);
+    assert_eq!(status, 400);
+    assert!(message.contains("paramIdx"), "{message}");
+    assert_eq!(fg.param_flow_rules().len(), 1, "kept");
+}
