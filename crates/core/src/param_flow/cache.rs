@@ -60,7 +60,9 @@ impl Cell {
     }
 }
 
+/// One value: exactly one cache line, so a lookup that finds it touches one line of the entries.
 #[derive(Debug)]
+#[repr(align(64))]
 struct Entry {
     hash: u64,
     scope: u32,
@@ -493,6 +495,11 @@ mod tests {
             }
         }
         assert_eq!(c.len(), 16);
+    }
+
+    #[test]
+    fn an_entry_is_one_cache_line() {
+        assert_eq!(std::mem::size_of::<Entry>(), 64);
     }
 
     #[test]
