@@ -24,10 +24,12 @@ pub(crate) enum ChainEdit {
     },
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct ChainSlot {
     name: &'static str,
     order: i32,
+    /// The slot's position in the whole chain.
+    position: usize,
     slot: Arc<dyn Slot>,
     hooks: Hooks,
     rule_type: Option<RuleType>,
@@ -41,10 +43,16 @@ impl ChainSlot {
     }
 }
 
-/// The slots of an engine, sorted by order. Built once per engine; every resource runs it.
+/// The slots of an engine, sorted by order. Built once per engine; every resource runs it. Each hook
+/// has its own list of the slots that implement it, so a call never visits a slot with nothing to do.
 #[derive(Debug)]
 pub(crate) struct SlotChain {
     slots: Box<[ChainSlot]>,
+    entries: Box<[ChainSlot]>,
+    /// In reverse chain order.
+    passes: Box<[ChainSlot]>,
+    blocks: Box<[ChainSlot]>,
+    exits: Box<[ChainSlot]>,
 }
 
 impl SlotChain {
@@ -69,17 +77,32 @@ impl SlotChain {
             }
         }
         slots.sort_by(|a, b| a.1.cmp(&b.1).then(a.0.cmp(b.0)));
+        let slots: Box<[ChainSlot]> = slots
+            .into_iter()
+            .enumerate()
+            .map(|(position, (name, order, slot))| ChainSlot {
+                name,
+                order,
+                position,
+                hooks: slot.hooks(),
+                rule_type: slot.rule_type(),
+                slot,
+            })
+            .collect();
+        let with = |hook: fn(&Hooks) -> bool| -> Box<[ChainSlot]> {
+            slots.iter().filter(|s| hook(&s.hooks)).cloned().collect()
+        };
+        let entries = with(|h| h.entry);
+        let mut passes = with(|h| h.pass);
+        passes.reverse();
+        let blocks = with(|h| h.block);
+        let exits = with(|h| h.exit);
         SlotChain {
-            slots: slots
-                .into_iter()
-                .map(|(name, order, slot)| ChainSlot {
-                    name,
-                    order,
-                    hooks: slot.hooks(),
-                    rule_type: slot.rule_type(),
-                    slot,
-                })
-                .collect(),
+            slots,
+            entries,
+            passes,
+            blocks,
+            exits,
         }
     }
 
@@ -87,11 +110,11 @@ impl SlotChain {
     #[inline]
     pub(crate) fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
         let engine = cx.engine;
-        for (i, s) in self.slots.iter().enumerate() {
-            if s.hooks.entry && s.active(engine) {
+        for s in self.entries.iter() {
+            if s.active(engine) {
                 if let Err(block) = s.slot.entry(cx) {
-                    for before in self.slots[..i].iter().rev() {
-                        if before.hooks.block && before.active(engine) {
+                    for before in self.blocks.iter().rev() {
+                        if before.position < s.position && before.active(engine) {
                             before.slot.on_block(cx, &block);
                         }
                     }
@@ -99,8 +122,8 @@ impl SlotChain {
                 }
             }
         }
-        for s in self.slots.iter().rev() {
-            if s.hooks.pass && s.active(engine) {
+        for s in self.passes.iter() {
+            if s.active(engine) {
                 s.slot.on_pass(cx);
             }
         }
@@ -111,8 +134,8 @@ impl SlotChain {
     #[inline]
     pub(crate) fn exit(&self, cx: &mut ExitContext<'_>) {
         let engine = cx.engine;
-        for s in self.slots.iter() {
-            if s.hooks.exit && s.active(engine) {
+        for s in self.exits.iter() {
+            if s.active(engine) {
                 s.slot.exit(cx);
             }
         }
