@@ -11,7 +11,7 @@ use std::any::Any;
 use serde_json::{Map, Value, json};
 
 use crate::block::BlockRule;
-use crate::rules::{RuleError, RuleFields};
+use crate::rules::{RuleError, RuleFields, rule_head};
 
 /// Whether an authority rule's list admits or refuses the origins it names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -159,12 +159,7 @@ impl AuthorityRule {
 
     /// The rule as Sentinel JSON (nulls omitted).
     pub(crate) fn to_json(&self) -> Map<String, Value> {
-        let mut m = Map::new();
-        if let Some(id) = self.id {
-            m.insert("id".into(), json!(id));
-        }
-        m.insert("resource".into(), json!(self.resource));
-        m.insert("limitApp".into(), json!(self.limit_app));
+        let mut m = rule_head(self.id, &self.resource, &self.limit_app);
         m.insert("strategy".into(), json!(self.strategy.code()));
         m.insert("regex".into(), json!(self.regex));
         m

@@ -10,7 +10,7 @@ use std::any::Any;
 use serde_json::{Map, Value, json};
 
 use crate::block::BlockRule;
-use crate::rules::{RuleError, RuleFields};
+use crate::rules::{RuleError, RuleFields, rule_head};
 
 /// The resource name of a default rule: it applies to every resource without a degrade rule of its own.
 pub const DEFAULT_DEGRADE_RESOURCE: &str = "*";
@@ -231,10 +231,8 @@ impl DegradeRule {
         let count = f.number("count")?.unwrap_or(0.0);
         let mut rule = DegradeRule::new(f.string("resource")?.unwrap_or_default(), grade, count);
         rule.id = f.integer("id")?;
-        if let Some(app) = f.string("limitApp")? {
-            if !app.trim().is_empty() {
-                rule.limit_app = app.to_owned();
-            }
+        if let Some(app) = f.limit_app()? {
+            rule.limit_app = app.to_owned();
         }
         let positive = |field: &str, default: u32| match f.integer(field)? {
             None => Ok(default),
@@ -254,12 +252,7 @@ impl DegradeRule {
 
     /// The rule as Sentinel JSON (nulls omitted).
     pub(crate) fn to_json(&self) -> Map<String, Value> {
-        let mut m = Map::new();
-        if let Some(id) = self.id {
-            m.insert("id".into(), json!(id));
-        }
-        m.insert("resource".into(), json!(self.resource));
-        m.insert("limitApp".into(), json!(self.limit_app));
+        let mut m = rule_head(self.id, &self.resource, &self.limit_app);
         m.insert("grade".into(), json!(self.grade.as_i32()));
         m.insert("count".into(), json!(self.count));
         m.insert("timeWindow".into(), json!(self.time_window));

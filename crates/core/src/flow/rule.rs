@@ -5,7 +5,7 @@ use std::any::Any;
 use serde_json::{Map, Value, json};
 
 use crate::block::BlockRule;
-use crate::rules::{RuleError, RuleFields};
+use crate::rules::{RuleError, RuleFields, rule_head};
 
 /// What a flow rule counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -15,6 +15,25 @@ pub enum FlowGrade {
     /// Admitted requests per second (JSON `1`, the default).
     #[default]
     Qps,
+}
+
+impl FlowGrade {
+    /// Sentinel's code: 0 thread, 1 QPS.
+    pub fn code(self) -> i32 {
+        match self {
+            FlowGrade::Thread => 0,
+            FlowGrade::Qps => 1,
+        }
+    }
+
+    /// Reads `grade` (default QPS).
+    pub(crate) fn read(f: &RuleFields<'_>) -> Result<Self, RuleError> {
+        match f.integer("grade")?.unwrap_or(1) {
+            0 => Ok(FlowGrade::Thread),
+            1 => Ok(FlowGrade::Qps),
+            g => Err(f.error("grade", format!("must be 0 (thread) or 1 (QPS), got {g}"))),
+        }
+    }
 }
 
 /// Whose statistics a flow rule reads.
@@ -41,6 +60,18 @@ pub enum ControlBehavior {
     RateLimiter,
     /// Warm-up pacing (JSON `3`).
     WarmUpRateLimiter,
+}
+
+impl ControlBehavior {
+    /// Sentinel's code: 0 reject, 1 warm-up, 2 rate limiter, 3 warm-up rate limiter.
+    pub fn code(self) -> i32 {
+        match self {
+            ControlBehavior::Reject => 0,
+            ControlBehavior::WarmUp => 1,
+            ControlBehavior::RateLimiter => 2,
+            ControlBehavior::WarmUpRateLimiter => 3,
+        }
+    }
 }
 
 /// Cluster flow control settings (Sentinel's `ClusterFlowConfig`). Floodgate has no token server yet, so
@@ -286,16 +317,10 @@ impl FlowRule {
     pub(crate) fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {
         let mut rule = FlowRule::new(f.string("resource")?.unwrap_or_default(), 0.0);
         rule.id = f.integer("id")?;
-        if let Some(app) = f.string("limitApp")? {
-            if !app.trim().is_empty() {
-                rule.limit_app = app.to_owned();
-            }
+        if let Some(app) = f.limit_app()? {
+            rule.limit_app = app.to_owned();
         }
-        rule.grade = match f.integer("grade")?.unwrap_or(1) {
-            0 => FlowGrade::Thread,
-            1 => FlowGrade::Qps,
-            g => return Err(f.error("grade", format!("must be 0 (thread) or 1 (QPS), got {g}"))),
-        };
+        rule.grade = FlowGrade::read(&f)?;
         rule.count = f.number("count")?.unwrap_or(0.0);
         rule.strategy = match f.integer("strategy")?.unwrap_or(0) {
             0 => FlowStrategy::Direct,
@@ -366,19 +391,8 @@ impl FlowRule {
 
     /// The rule as Sentinel JSON (nulls omitted).
     pub(crate) fn to_json(&self) -> Map<String, Value> {
-        let mut m = Map::new();
-        if let Some(id) = self.id {
-            m.insert("id".into(), json!(id));
-        }
-        m.insert("resource".into(), json!(self.resource));
-        m.insert("limitApp".into(), json!(self.limit_app));
-        m.insert(
-            "grade".into(),
-            json!(match self.grade {
-                FlowGrade::Thread => 0,
-                FlowGrade::Qps => 1,
-            }),
-        );
+        let mut m = rule_head(self.id, &self.resource, &self.limit_app);
+        m.insert("grade".into(), json!(self.grade.code()));
         m.insert("count".into(), json!(self.count));
         m.insert(
             "strategy".into(),
@@ -393,12 +407,7 @@ impl FlowRule {
         }
         m.insert(
             "controlBehavior".into(),
-            json!(match self.control_behavior {
-                ControlBehavior::Reject => 0,
-                ControlBehavior::WarmUp => 1,
-                ControlBehavior::RateLimiter => 2,
-                ControlBehavior::WarmUpRateLimiter => 3,
-            }),
+            json!(self.control_behavior.code()),
         );
         m.insert("warmUpPeriodSec".into(), json!(self.warm_up_period_sec));
         m.insert("maxQueueingTimeMs".into(), json!(self.max_queueing_time_ms));

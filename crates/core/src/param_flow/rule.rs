@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 use crate::block::BlockRule;
 use crate::flow::{ControlBehavior, FlowGrade};
 use crate::param::{ParamValue, StoredValue};
-use crate::rules::{RuleError, RuleFields};
+use crate::rules::{RuleError, RuleFields, rule_head};
 
 /// A value with its own threshold (Sentinel's `ParamFlowItem`).
 ///
@@ -383,16 +383,10 @@ impl ParamFlowRule {
             f.number("count")?.unwrap_or(0.0),
         );
         rule.id = f.integer("id")?;
-        if let Some(app) = f.string("limitApp")? {
-            if !app.trim().is_empty() {
-                rule.limit_app = app.to_owned();
-            }
+        if let Some(app) = f.limit_app()? {
+            rule.limit_app = app.to_owned();
         }
-        rule.grade = match f.integer("grade")?.unwrap_or(1) {
-            0 => FlowGrade::Thread,
-            1 => FlowGrade::Qps,
-            g => return Err(f.error("grade", format!("must be 0 (thread) or 1 (QPS), got {g}"))),
-        };
+        rule.grade = FlowGrade::read(&f)?;
         rule.control_behavior = match f.integer("controlBehavior")?.unwrap_or(0) {
             0 => ControlBehavior::Reject,
             2 => ControlBehavior::RateLimiter,
@@ -460,27 +454,13 @@ impl ParamFlowRule {
 
     /// The rule as Sentinel JSON (nulls omitted).
     pub(crate) fn to_json(&self) -> Map<String, Value> {
-        let mut m = Map::new();
-        if let Some(id) = self.id {
-            m.insert("id".into(), json!(id));
-        }
-        m.insert("resource".into(), json!(self.resource));
-        m.insert("limitApp".into(), json!(self.limit_app));
-        m.insert(
-            "grade".into(),
-            json!(match self.grade {
-                FlowGrade::Thread => 0,
-                FlowGrade::Qps => 1,
-            }),
-        );
+        let mut m = rule_head(self.id, &self.resource, &self.limit_app);
+        m.insert("grade".into(), json!(self.grade.code()));
         m.insert("paramIdx".into(), json!(self.param_idx));
         m.insert("count".into(), json!(self.count));
         m.insert(
             "controlBehavior".into(),
-            json!(match self.control_behavior {
-                ControlBehavior::RateLimiter => 2,
-                _ => 0,
-            }),
+            json!(self.control_behavior.code()),
         );
         m.insert("maxQueueingTimeMs".into(), json!(self.max_queueing_time_ms));
         m.insert("burstCount".into(), json!(self.burst_count));

@@ -30,6 +30,17 @@ pub(crate) fn to_json_array(rules: impl IntoIterator<Item = Map<String, Value>>)
     Value::Array(rules.into_iter().map(Value::Object).collect()).to_string()
 }
 
+/// The fields every rule kind starts with: `id` (when set), `resource`, `limitApp`.
+pub(crate) fn rule_head(id: Option<i64>, resource: &str, limit_app: &str) -> Map<String, Value> {
+    let mut m = Map::new();
+    if let Some(id) = id {
+        m.insert("id".into(), Value::from(id));
+    }
+    m.insert("resource".into(), Value::from(resource));
+    m.insert("limitApp".into(), Value::from(limit_app));
+    m
+}
+
 /// The fields of one rule object, read with errors that carry the rule's index and the field's path.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RuleFields<'a> {
@@ -92,6 +103,11 @@ impl<'a> RuleFields<'a> {
             Some(Value::String(s)) => Ok(Some(s)),
             Some(v) => Err(self.error(field, format!("must be a string, got {}", kind(v)))),
         }
+    }
+
+    /// `limitApp` when set and not blank (blank means `default`, as in Sentinel).
+    pub(crate) fn limit_app(&self) -> Result<Option<&'a str>, RuleError> {
+        Ok(self.string("limitApp")?.filter(|a| !a.trim().is_empty()))
     }
 
     /// A number field (`20` or `20.0`).

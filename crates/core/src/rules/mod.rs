@@ -14,7 +14,7 @@ use std::str::FromStr;
 
 use thiserror::Error;
 
-pub(crate) use json::{RuleFields, parse_rule_array, to_json_array};
+pub(crate) use json::{RuleFields, parse_rule_array, rule_head, to_json_array};
 pub(crate) use published::Published;
 
 /// The kinds of rules.
