@@ -13,7 +13,7 @@ use regex::Regex;
 use rustc_hash::FxHashMap;
 
 use super::rule::AuthorityRule;
-use crate::rules::{Published, RuleError};
+use crate::rules::{Published, RuleError, whole_name_regex};
 
 /// The rules that apply to one resource, in check order.
 pub(crate) type Applicable = Arc<[Arc<AuthorityRule>]>;
@@ -105,17 +105,6 @@ pub(crate) struct AuthorityRules {
     load_lock: Mutex<()>,
 }
 
-/// `resource` as an expression that must match the whole name (Java's `Matcher.matches`).
-fn whole_match(index: usize, resource: &str) -> Result<Regex, RuleError> {
-    Regex::new(&format!("^(?:{resource})$")).map_err(|e| {
-        RuleError::invalid(
-            index,
-            "resource",
-            format!("is not a valid regular expression: {e}"),
-        )
-    })
-}
-
 impl AuthorityRules {
     /// Whether any authority rule is in force.
     #[inline]
@@ -142,7 +131,7 @@ impl AuthorityRules {
             in_order.push(rule.clone());
             if rule.regex {
                 if !regex.iter().any(|(_, r)| r.resource == rule.resource) {
-                    regex.push((whole_match(index, &rule.resource)?, rule));
+                    regex.push((whole_name_regex(index, &rule.resource)?, rule));
                 }
             } else {
                 exact

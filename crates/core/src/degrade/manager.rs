@@ -23,7 +23,7 @@ use super::observer::{BreakerStatus, Observers};
 use super::rule::DegradeRule;
 use super::table::ResourceTable;
 use crate::engine::Resource;
-use crate::rules::{Published, RuleError};
+use crate::rules::{Published, RuleError, carry_over, whole_name_regex};
 
 /// The breakers of one rule.
 #[derive(Debug)]
@@ -204,30 +204,18 @@ impl DegradeRules {
         if old.in_order.len() == rules.len() && old.rules().zip(&rules).all(|(a, b)| a == b) {
             return Ok(());
         }
-        let mut unused: Vec<Option<&Arc<RuleState>>> = old.in_order.iter().map(Some).collect();
-        let mut in_order = Vec::with_capacity(rules.len());
-        for rule in rules {
-            let kept = unused
-                .iter_mut()
-                .find(|s| s.is_some_and(|s| *s.rule == rule))
-                .and_then(Option::take);
-            in_order.push(match kept {
-                Some(state) => state.clone(),
-                None => Arc::new(RuleState::new(rule, &self.observers)),
-            });
-        }
+        let in_order = carry_over(
+            &old.in_order,
+            rules,
+            |s, r| *s.rule == *r,
+            |rule| RuleState::new(rule, &self.observers),
+        );
         let mut exact: FxHashMap<Box<str>, Vec<Arc<RuleState>>> = FxHashMap::default();
         let mut regex = Vec::new();
         let mut defaults = Vec::new();
         for (index, state) in in_order.iter().enumerate() {
             if state.rule.regex {
-                let re = Regex::new(&state.rule.resource).map_err(|e| {
-                    RuleError::invalid(
-                        index,
-                        "resource",
-                        format!("is not a valid regular expression: {e}"),
-                    )
-                })?;
+                let re = whole_name_regex(index, &state.rule.resource)?;
                 regex.push((re, state.clone()));
             } else if state.rule.is_default() {
                 defaults.push(state.clone());

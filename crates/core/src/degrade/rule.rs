@@ -203,7 +203,7 @@ impl DegradeRule {
             );
         }
         if self.regex {
-            if let Err(e) = regex::Regex::new(&self.resource) {
+            if let Err(e) = regex::Regex::new(&format!("^(?:{})$", self.resource)) {
                 return err(
                     "resource",
                     format!("is not a valid regular expression: {e}"),

@@ -18,7 +18,7 @@ use super::rule::{ControlBehavior, FlowGrade, FlowRule};
 use super::{
     RejectController, ThrottlingController, WarmUpController, WarmUpRateLimiterController,
 };
-use crate::rules::{Published, RuleError};
+use crate::rules::{Published, RuleError, carry_over, whole_name_regex};
 
 /// How a rule shapes traffic, with its state.
 #[derive(Debug)]
@@ -270,32 +270,20 @@ impl FlowRules {
         if old.in_order.len() == rules.len() && old.rules().zip(&rules).all(|(a, b)| a == b) {
             return Ok(());
         }
-        let mut unused: Vec<Option<&Arc<FlowRuleState>>> = old.in_order.iter().map(Some).collect();
-        let mut in_order = Vec::with_capacity(rules.len());
-        for rule in rules {
-            let kept = unused
-                .iter_mut()
-                .find(|s| s.is_some_and(|s| *s.rule == rule))
-                .and_then(Option::take);
-            in_order.push(match kept {
-                Some(state) => state.clone(),
-                None => Arc::new(FlowRuleState {
-                    controller: Controller::new(&rule, self.cold_factor),
-                    rule: Arc::new(rule),
-                }),
-            });
-        }
+        let in_order = carry_over(
+            &old.in_order,
+            rules,
+            |s, r| *s.rule == *r,
+            |rule| FlowRuleState {
+                controller: Controller::new(&rule, self.cold_factor),
+                rule: Arc::new(rule),
+            },
+        );
         let mut exact: FxHashMap<Box<str>, Vec<Arc<FlowRuleState>>> = FxHashMap::default();
         let mut regex = Vec::new();
         for (index, state) in in_order.iter().enumerate() {
             if state.rule.regex {
-                let re = Regex::new(&format!("^(?:{})$", state.rule.resource)).map_err(|e| {
-                    RuleError::invalid(
-                        index,
-                        "resource",
-                        format!("is not a valid regular expression: {e}"),
-                    )
-                })?;
+                let re = whole_name_regex(index, &state.rule.resource)?;
                 regex.push((re, state.clone()));
             } else {
                 exact

@@ -21,7 +21,7 @@ use super::rule::ParamFlowRule;
 use super::token_bucket::TokenBucket;
 use crate::flow::{ControlBehavior, FlowGrade};
 use crate::param::{ParamValue, StoredValue};
-use crate::rules::RuleError;
+use crate::rules::{RuleError, carry_over, whole_name_regex};
 
 /// Sentinel's base cache size per second of window (`BASE_PARAM_MAX_CAPACITY`).
 const BASE_CAPACITY: u64 = 4000;
@@ -422,29 +422,17 @@ impl ParamFlowRules {
         {
             return Ok(());
         }
-        let mut unused: Vec<Option<&Arc<ParamRuleState>>> = old.in_order.iter().map(Some).collect();
-        let mut in_order = Vec::with_capacity(parsed.len());
-        for (rule, items) in parsed {
-            let kept = unused
-                .iter_mut()
-                .find(|s| s.is_some_and(|s| *s.rule == rule))
-                .and_then(Option::take);
-            in_order.push(match kept {
-                Some(state) => state.clone(),
-                None => Arc::new(ParamRuleState::new(rule, items, self.capacity, now_ms)),
-            });
-        }
+        let in_order = carry_over(
+            &old.in_order,
+            parsed,
+            |s, (r, _)| *s.rule == *r,
+            |(rule, items)| ParamRuleState::new(rule, items, self.capacity, now_ms),
+        );
         let mut exact: FxHashMap<Box<str>, Vec<Arc<ParamRuleState>>> = FxHashMap::default();
         let mut regex = Vec::new();
         for (index, state) in in_order.iter().enumerate() {
             if state.rule.regex {
-                let re = Regex::new(&state.rule.resource).map_err(|e| {
-                    RuleError::invalid(
-                        index,
-                        "resource",
-                        format!("is not a valid regular expression: {e}"),
-                    )
-                })?;
+                let re = whole_name_regex(index, &state.rule.resource)?;
                 regex.push((re, state.clone()));
             } else {
                 exact

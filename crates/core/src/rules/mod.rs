@@ -8,6 +8,7 @@
 
 mod json;
 mod published;
+mod reload;
 
 use std::fmt;
 use std::str::FromStr;
@@ -16,6 +17,7 @@ use thiserror::Error;
 
 pub(crate) use json::{RuleFields, parse_rule_array, rule_head, to_json_array};
 pub(crate) use published::Published;
+pub(crate) use reload::{carry_over, whole_name_regex};
 
 /// The kinds of rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

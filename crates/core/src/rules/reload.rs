@@ -1,0 +1,73 @@
+//! What every rule manager does on a reload: compile regex resources the way Sentinel matches them, and
+//! carry the state of unchanged rules over to the new list.
+
+use std::sync::Arc;
+
+use regex::Regex;
+
+use super::RuleError;
+
+/// A regex rule's `resource`, compiled to match whole resource names (Java's `Matcher.matches()`, which
+/// Sentinel uses), not any substring.
+pub(crate) fn whole_name_regex(index: usize, resource: &str) -> Result<Regex, RuleError> {
+    Regex::new(&format!("^(?:{resource})$")).map_err(|e| {
+        RuleError::invalid(
+            index,
+            "resource",
+            format!("is not a valid regular expression: {e}"),
+        )
+    })
+}
+
+/// The states for the `new` rule list: each rule equal to one in force (`same`) takes that rule's state,
+/// each old state at most once (so duplicates never share one); the others get `fresh` state. This is what
+/// keeps warm-up tokens, pacing, breakers and value caches across a reload of unrelated rules.
+pub(crate) fn carry_over<T, S>(
+    old: &[Arc<S>],
+    new: Vec<T>,
+    same: impl Fn(&S, &T) -> bool,
+    mut fresh: impl FnMut(T) -> S,
+) -> Vec<Arc<S>> {
+    let mut unused: Vec<Option<&Arc<S>>> = old.iter().map(Some).collect();
+    new.into_iter()
+        .map(|rule| {
+            let kept = unused
+                .iter_mut()
+                .find(|s| s.is_some_and(|s| same(s, &rule)))
+                .and_then(Option::take);
+            match kept {
+                Some(state) => Arc::clone(state),
+                None => Arc::new(fresh(rule)),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regexes_match_whole_names() {
+        let re = whole_name_regex(0, "GET:/api/.*").unwrap();
+        assert!(re.is_match("GET:/api/a"));
+        assert!(!re.is_match("x-GET:/api/a"));
+        assert!(
+            whole_name_regex(3, "(")
+                .unwrap_err()
+                .to_string()
+                .starts_with("rule 3: `resource`")
+        );
+    }
+
+    #[test]
+    fn unchanged_rules_keep_their_state_once_each() {
+        let old = vec![Arc::new((1, "a")), Arc::new((1, "b")), Arc::new((2, "c"))];
+        let new = carry_over(&old, vec![1, 1, 1, 3], |s, r| s.0 == *r, |r| (r, "fresh"));
+        assert_eq!(
+            new.iter().map(|s| s.1).collect::<Vec<_>>(),
+            ["a", "b", "fresh", "fresh"]
+        );
+        assert!(Arc::ptr_eq(&new[0], &old[0]));
+    }
+}
