@@ -22,12 +22,12 @@ pub use floodgate_core::{
     EngineStats, Entry, EntryBuilder, EntryType, ExitContext, Floodgate, FloodgateBuilder,
     FlowGrade, FlowRule, FlowSlot, FlowStatus, FlowStrategy, Hooks, LogSlot, MACHINE_ROOT,
     ManualClock, ManualProbe, MetricLine, NodeSelectorSlot, NodeSnapshot, NodeView, OsProbe,
-    ParamFlowClusterConfig, ParamFlowItem, ParamFlowRule, ParamFlowSlot, ParamFlowStatus, ParamKey,
-    ParamValue, ResourceHandle, ResourceType, RuleError, RuleType, SetGlobalDefaultError, Slot,
-    SlotContext, SlotRegistration, StatisticSlot, SystemClock, SystemLimit, SystemLimitType,
-    SystemProbe, SystemRule, SystemSlot, SystemStatus, SystemThresholds, TOTAL_INBOUND_TRAFFIC,
-    TreeNodeKind, UnknownRuleType, WindowError, entry, global, order, register_slot,
-    set_global_default, utc_datetime,
+    OwnedEntry, ParamFlowClusterConfig, ParamFlowItem, ParamFlowRule, ParamFlowSlot,
+    ParamFlowStatus, ParamKey, ParamValue, ResourceHandle, ResourceType, RuleError, RuleType,
+    SetGlobalDefaultError, Slot, SlotContext, SlotRegistration, StatisticSlot, SystemClock,
+    SystemLimit, SystemLimitType, SystemProbe, SystemRule, SystemSlot, SystemStatus,
+    SystemThresholds, TOTAL_INBOUND_TRAFFIC, TreeNodeKind, UnknownRuleType, WindowError, entry,
+    global, order, register_slot, set_global_default, utc_datetime,
 };
 
 /// The agent (`floodgate-transport`): command API, heartbeats, metrics, rule files.

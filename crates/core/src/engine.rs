@@ -125,6 +125,8 @@ pub struct EngineStats {
 
 pub(crate) struct Inner {
     pub(crate) id: u64,
+    /// The engine's own handle, for entries that must own one.
+    me: std::sync::Weak<Inner>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) chain: SlotChain,
     pub(crate) config: Config,
@@ -243,6 +245,20 @@ impl Inner {
     pub(crate) fn existing_cluster_stats(&self, resource: &str) -> Option<&StatisticNode> {
         let id = self.resource_index.get(resource)?;
         Some(&self.resources.get(id)?.cluster.stats)
+    }
+
+    /// A handle to this engine (it is alive while `self` is borrowed).
+    pub(crate) fn handle(&self) -> Floodgate {
+        Floodgate {
+            inner: self
+                .me
+                .upgrade()
+                .unwrap_or_else(|| unreachable!("an engine borrowed is alive")),
+        }
+    }
+
+    pub(crate) fn resource_by_id(&self, id: u32) -> Option<&Resource> {
+        self.resources.get(id)
     }
 
     pub(crate) fn context(&self, id: u32) -> Option<&ContextData> {
@@ -1110,21 +1126,23 @@ impl FloodgateBuilder {
             .unwrap_or_else(|| Arc::new(CachedClock::new()) as Arc<dyn Clock>);
         let mut config = self.config;
         config.occupy_timeout_ms = config.occupy_timeout_ms.min(config.geometry.interval_ms);
-        let inner = Inner {
+        let system_probe = self
+            .system_probe
+            .unwrap_or_else(|| Arc::new(OsProbe::new()) as Arc<dyn SystemProbe>);
+        let chain = SlotChain::build(self.edits);
+        let inner = Arc::new_cyclic(|me| Inner {
             id: NEXT_ENGINE_ID.fetch_add(1, Ordering::Relaxed),
+            me: me.clone(),
             block_log: BlockLog::new(self.block_log_file, clock.clone()),
             clock,
-            chain: SlotChain::build(self.edits),
+            chain,
             config,
             errors: self.errors,
             inbound: ClusterNode::new(config.geometry),
             flow: FlowRules::new(config.cold_factor),
             degrade: DegradeRules::default(),
             authority: AuthorityRules::default(),
-            system: SystemRules::new(
-                self.system_probe
-                    .unwrap_or_else(|| Arc::new(OsProbe::new()) as Arc<dyn SystemProbe>),
-            ),
+            system: SystemRules::new(system_probe),
             param_flow: ParamFlowRules::new(config.param_capacity),
             inbound_name: Arc::from(TOTAL_INBOUND_TRAFFIC),
             resources: Arena::default(),
@@ -1139,13 +1157,11 @@ impl FloodgateBuilder {
             enabled: AtomicBool::new(true),
             resource_cap_hits: AtomicU64::new(0),
             context_cap_hits: AtomicU64::new(0),
-        };
+        });
         {
             let _guard = inner.lock();
             inner.create_context_locked(DEFAULT_CONTEXT_NAME);
         }
-        Floodgate {
-            inner: Arc::new(inner),
-        }
+        Floodgate { inner }
     }
 }

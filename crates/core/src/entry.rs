@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::block::BlockError;
 use crate::context::{self, EntryFrame, Placement};
-use crate::engine::{Inner, Parent, Resource};
+use crate::engine::{Floodgate, Inner, Parent, Resource};
 use crate::entry_type::{EntryType, ResourceType};
 use crate::param::ParamValue;
 use crate::slot::{Attachment, ExitContext, SlotContext};
@@ -123,6 +123,16 @@ impl<'a> EntryBuilder<'a> {
             }
         }
         result
+    }
+
+    /// Runs the slot chain and returns an entry that owns a handle to the engine, for `'static` futures
+    /// and tasks. A queueing wait is not taken here: the caller waits out [`OwnedEntry::waited`]
+    /// (asynchronously, ideally) before proceeding. Origins and arguments are copied (a string argument
+    /// allocates).
+    pub fn enter_owned(self) -> Result<OwnedEntry, BlockError> {
+        let engine = self.engine.handle();
+        let entry = self.admit(false)?;
+        Ok(OwnedEntry::detach(engine, entry))
     }
 
     /// Runs the slot chain; a queueing wait is awaited with a tokio timer (never slept on the worker).
@@ -263,6 +273,24 @@ impl<'a> Args<'a> {
         Args::Heap(all.into_boxed_slice())
     }
 
+    /// The same arguments, owning their strings.
+    fn into_owned(self) -> Args<'static> {
+        match self {
+            Args::Borrowed([]) => Args::EMPTY,
+            Args::Borrowed(values) => {
+                Args::Heap(values.iter().cloned().map(ParamValue::into_owned).collect())
+            }
+            Args::Heap(values) => Args::Heap(
+                values
+                    .into_vec()
+                    .into_iter()
+                    .map(ParamValue::into_owned)
+                    .collect(),
+            ),
+            Args::Inline(n, [a, b]) => Args::Inline(n, [a.into_owned(), b.into_owned()]),
+        }
+    }
+
     #[inline]
     fn as_slice(&self) -> &[ParamValue<'a>] {
         match self {
@@ -398,9 +426,16 @@ impl<'a> Entry<'a> {
 
 impl Drop for Entry<'_> {
     fn drop(&mut self) {
-        let Some(a) = &self.active else {
-            return;
-        };
+        if let Some(a) = &self.active {
+            a.exit();
+        }
+    }
+}
+
+impl Active<'_> {
+    /// Records the end of the call: runs the chain's exit hooks and restores the thread's frame.
+    fn exit(&self) {
+        let a = self;
         let Some(context) = a.engine.context(a.context) else {
             return;
         };
@@ -433,5 +468,138 @@ impl Drop for Entry<'_> {
         if a.frame_id != 0 && a.thread == stripe as u32 {
             context::pop(a.frame_id, a.previous);
         }
+    }
+}
+
+/// An admitted call that owns what it needs (a clone of the engine handle) instead of borrowing it, so it
+/// can live in a `'static` future — a tower response future, a spawned task. Like [`Entry`], dropping it
+/// records the completion, on every path (cancellation included). It never becomes a thread's current
+/// entry. Created by [`EntryBuilder::enter_owned`].
+pub struct OwnedEntry {
+    engine: Floodgate,
+    detached: Option<Detached>,
+}
+
+/// An [`Active`] entry with ids in place of references (re-resolved at exit).
+struct Detached {
+    resource: u32,
+    /// Interned origin id (`NONE`: no origin).
+    origin: u32,
+    args: Args<'static>,
+    #[allow(clippy::box_collection)] // as in `Active`
+    attachments: Option<Box<Vec<Attachment>>>,
+    created_nanos: u64,
+    waited_nanos: u64,
+    context: u32,
+    node: u32,
+    origin_node: u32,
+    count: u32,
+    entry_type: EntryType,
+    node_counted: bool,
+    error: AtomicBool,
+}
+
+impl fmt::Debug for OwnedEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OwnedEntry")
+            .field("resource", &self.resource())
+            .field("waited", &self.waited())
+            .finish_non_exhaustive()
+    }
+}
+
+impl OwnedEntry {
+    fn detach(engine: Floodgate, entry: Entry<'_>) -> Self {
+        let mut entry = entry;
+        let detached = entry.active.take().map(|a| Detached {
+            resource: a.resource.id,
+            origin: if a.origin.is_empty() {
+                NONE
+            } else {
+                engine.inner.intern_origin(a.origin)
+            },
+            args: a.args.into_owned(),
+            attachments: a.attachments,
+            created_nanos: a.created_nanos,
+            waited_nanos: a.waited_nanos,
+            context: a.context,
+            node: a.node,
+            origin_node: a.origin_node,
+            count: a.count,
+            entry_type: a.entry_type,
+            node_counted: a.node_counted,
+            error: a.error,
+        });
+        OwnedEntry { engine, detached }
+    }
+
+    /// Marks the call as failed (see [`Entry::trace`]).
+    pub fn trace<E: Error + 'static>(&self, error: &E) {
+        self.trace_dyn(error);
+    }
+
+    /// [`trace`](Self::trace) for a `dyn Error`.
+    pub fn trace_dyn(&self, error: &(dyn Error + 'static)) {
+        if let Some(d) = &self.detached {
+            if self.engine.inner.errors.should_trace(error) {
+                d.error.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Whether an error was traced.
+    pub fn has_error(&self) -> bool {
+        self.detached
+            .as_ref()
+            .is_some_and(|d| d.error.load(Ordering::Relaxed))
+    }
+
+    /// How long admission asked to wait (see [`Entry::waited`]).
+    pub fn waited(&self) -> Duration {
+        Duration::from_nanos(self.detached.as_ref().map_or(0, |d| d.waited_nanos))
+    }
+
+    /// The resource's name (empty for an entry that was not counted).
+    pub fn resource(&self) -> &str {
+        self.detached
+            .as_ref()
+            .and_then(|d| self.engine.inner.resource_by_id(d.resource))
+            .map_or("", |r| &r.name)
+    }
+}
+
+impl Drop for OwnedEntry {
+    fn drop(&mut self) {
+        let Some(d) = self.detached.take() else {
+            return;
+        };
+        let engine = &self.engine.inner;
+        let Some(resource) = engine.resource_by_id(d.resource) else {
+            return;
+        };
+        let active = Active {
+            engine,
+            resource,
+            origin: if d.origin == NONE {
+                ""
+            } else {
+                engine.origin_str(d.origin)
+            },
+            args: d.args,
+            attachments: d.attachments,
+            created_nanos: d.created_nanos,
+            waited_nanos: d.waited_nanos,
+            previous: EntryFrame::NONE,
+            frame_id: 0,
+            thread: 0,
+            context: d.context,
+            node: d.node,
+            origin_node: d.origin_node,
+            count: d.count,
+            entry_type: d.entry_type,
+            node_counted: d.node_counted,
+            error: d.error,
+        };
+        active.exit();
     }
 }

@@ -70,7 +70,7 @@ pub use engine::{
     DEFAULT_OCCUPY_TIMEOUT, EngineStats, Floodgate, FloodgateBuilder, MACHINE_ROOT, ResourceHandle,
     TOTAL_INBOUND_TRAFFIC,
 };
-pub use entry::{Entry, EntryBuilder};
+pub use entry::{Entry, EntryBuilder, OwnedEntry};
 pub use entry_type::{EntryType, ResourceType};
 pub use flow::{
     ClusterFlowConfig, ControlBehavior, FlowGrade, FlowRule, FlowSlot, FlowStatus, FlowStrategy,

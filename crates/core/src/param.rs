@@ -60,6 +60,23 @@ impl PartialEq for ParamValue<'_> {
 }
 
 impl<'a> ParamValue<'a> {
+    /// The same value, owning its strings and lists.
+    pub fn into_owned(self) -> ParamValue<'static> {
+        match self {
+            ParamValue::Null => ParamValue::Null,
+            ParamValue::Bool(b) => ParamValue::Bool(b),
+            ParamValue::Int(i) => ParamValue::Int(i),
+            ParamValue::Float(f) => ParamValue::Float(f),
+            ParamValue::Str(s) => ParamValue::Str(Cow::Owned(s.into_owned())),
+            ParamValue::List(values) => {
+                ParamValue::List(values.into_iter().map(ParamValue::into_owned).collect())
+            }
+            ParamValue::Slice(values) => {
+                ParamValue::List(values.iter().cloned().map(ParamValue::into_owned).collect())
+            }
+        }
+    }
+
     /// A list of values (owned).
     pub fn list<I>(values: I) -> Self
     where
