@@ -1,13 +1,13 @@
-//! An axum service whose routes are guarded by Floodgate, with the agent started so that a dashboard can
+//! An axum service whose routes are guarded by Floodgate's tower layer, with the agent started so that a dashboard can
 //! watch it and change its rules. A small traffic generator calls the service so there is something to see.
 //!
-//! Run with `cargo run --example agent_app --features transport` (add `-- 30` to stop after 30 s).
+//! Run with `cargo run --example agent_app --features transport,tower` (add `-- 30` to stop after 30 s).
 //! Then, from another shell:
 //!
 //! ```text
 //! curl 'http://127.0.0.1:8719/getRules?type=flow'
 //! curl 'http://127.0.0.1:8719/metric?startTime=0&maxLines=20'
-//! curl -d 'type=flow' --data-urlencode 'data=[{"resource":"GET /orders/{id}","count":2}]' http://127.0.0.1:8719/setRules
+//! curl -d 'type=flow' --data-urlencode 'data=[{"resource":"GET:/orders/{id}","count":2}]' http://127.0.0.1:8719/setRules
 //! ```
 //!
 //! The agent reads `FLOODGATE_DASHBOARD`, `FLOODGATE_APP_NAME`, `FLOODGATE_RULES_FLOW`, … from the
@@ -16,35 +16,10 @@
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{MatchedPath, Request, State};
-use axum::http::StatusCode;
-use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use floodgate::tower::FloodgateLayer;
 use floodgate::transport::Agent;
-use floodgate::{BlockKind, EntryType, Floodgate, RuleType};
-
-/// Guards every route by its template (`GET /orders/{id}`, never the raw path).
-async fn guard(State(fg): State<Floodgate>, request: Request, next: Next) -> Response {
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or("unmatched", MatchedPath::as_str);
-    let resource = format!("{} {route}", request.method());
-    match fg.entry(&resource).entry_type(EntryType::In).enter() {
-        Ok(entry) => {
-            let response = next.run(request).await;
-            if response.status().is_server_error() {
-                entry.trace(&std::io::Error::other("5xx"));
-            }
-            response
-        }
-        Err(block) if block.kind() == BlockKind::Flow => {
-            (StatusCode::TOO_MANY_REQUESTS, "blocked by flow control").into_response()
-        }
-        Err(block) => (StatusCode::SERVICE_UNAVAILABLE, block.to_string()).into_response(),
-    }
-}
+use floodgate::{Floodgate, RuleType};
 
 async fn order() -> &'static str {
     "an order"
@@ -60,7 +35,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let fg = Floodgate::default();
     fg.load_rules_json(
         RuleType::Flow,
-        r#"[{"resource":"GET /orders/{id}","count":10}]"#,
+        r#"[{"resource":"GET:/orders/{id}","count":10}]"#,
     )?;
     let agent = Agent::builder(fg.clone())
         .config(floodgate::transport::AgentConfig {
@@ -74,7 +49,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let app = Router::new()
         .route("/orders/{id}", get(order))
         .route("/health", get(health))
-        .route_layer(middleware::from_fn_with_state(fg.clone(), guard));
+        .route_layer(FloodgateLayer::new(fg.clone()).origin_header("x-caller"));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     println!("service on http://{addr}");
@@ -104,8 +79,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         tokio::select! {
             _ = tokio::signal::ctrl_c() => break,
             _ = tick.tick() => {
-                if let Some(node) = fg.cluster_node("GET /orders/{id}") {
-                    println!("GET /orders/{{id}}: {} passed/s, {} blocked/s", node.previous_pass_qps(), node.previous_block_qps());
+                if let Some(node) = fg.cluster_node("GET:/orders/{id}") {
+                    println!("GET:/orders/{{id}}: {} passed/s, {} blocked/s", node.previous_pass_qps(), node.previous_block_qps());
                 }
                 elapsed += 1;
                 if seconds.is_some_and(|s| elapsed > s) {

@@ -34,6 +34,10 @@ pub use floodgate_core::{
 #[cfg(feature = "transport")]
 pub use floodgate_transport as transport;
 
+/// The tower layer (`floodgate-tower`): guards axum, tonic and hyper services.
+#[cfg(feature = "tower")]
+pub use floodgate_tower as tower;
+
 /// README's code blocks, compiled and run as doctests so the quick start stays true.
 #[doc = include_str!("../README.md")]
 #[cfg(all(doctest, feature = "transport"))]

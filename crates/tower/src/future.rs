@@ -1,0 +1,126 @@
+//! The response future: owns the entry until the response is ready (or the future is dropped).
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use floodgate_core::OwnedEntry;
+use http::Response;
+use pin_project_lite::pin_project;
+use tokio::time::Sleep;
+
+/// The inner service failed (what is traced into the entry; the service's own error is returned).
+#[derive(Debug)]
+struct ServiceFailed;
+
+impl fmt::Display for ServiceFailed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("service error")
+    }
+}
+
+impl std::error::Error for ServiceFailed {}
+
+/// The response was a server error (5xx).
+#[derive(Debug)]
+struct ServerError;
+
+impl fmt::Display for ServerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("server error response")
+    }
+}
+
+impl std::error::Error for ServerError {}
+
+pin_project! {
+    /// The future of a guarded service's response.
+    pub struct ResponseFuture<F, B> {
+        #[pin]
+        state: State<F, B>,
+    }
+}
+
+pin_project! {
+    #[project = StateProj]
+    enum State<F, B> {
+        Admitted {
+            entry: Option<OwnedEntry>,
+            #[pin]
+            wait: Option<Sleep>,
+            #[pin]
+            inner: F,
+        },
+        Blocked {
+            response: Option<Response<B>>,
+        },
+    }
+}
+
+impl<F, B> fmt::Debug for ResponseFuture<F, B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseFuture").finish_non_exhaustive()
+    }
+}
+
+impl<F, B> ResponseFuture<F, B> {
+    pub(crate) fn admitted(entry: OwnedEntry, inner: F, wait: Duration, sleeps: bool) -> Self {
+        ResponseFuture {
+            state: State::Admitted {
+                entry: Some(entry),
+                wait: (sleeps && !wait.is_zero()).then(|| tokio::time::sleep(wait)),
+                inner,
+            },
+        }
+    }
+
+    pub(crate) fn blocked(response: Response<B>) -> Self {
+        ResponseFuture {
+            state: State::Blocked {
+                response: Some(response),
+            },
+        }
+    }
+}
+
+impl<F, B, E> Future for ResponseFuture<F, B>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+{
+    type Output = Result<Response<B>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().state.project() {
+            StateProj::Blocked { response } => match response.take() {
+                Some(response) => Poll::Ready(Ok(response)),
+                None => Poll::Pending,
+            },
+            StateProj::Admitted {
+                entry,
+                mut wait,
+                inner,
+            } => {
+                if let Some(sleep) = wait.as_mut().as_pin_mut() {
+                    if sleep.poll(cx).is_pending() {
+                        return Poll::Pending;
+                    }
+                    wait.set(None);
+                }
+                let output = std::task::ready!(inner.poll(cx));
+                if let Some(entry) = entry.take() {
+                    match &output {
+                        Ok(response) if response.status().is_server_error() => {
+                            entry.trace(&ServerError)
+                        }
+                        Ok(_) => {}
+                        Err(_) => entry.trace(&ServiceFailed),
+                    }
+                    drop(entry);
+                }
+                Poll::Ready(output)
+            }
+        }
+    }
+}

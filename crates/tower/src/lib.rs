@@ -1,0 +1,36 @@
+//! A tower [`Layer`](tower_layer::Layer) that guards any tower HTTP service — axum, tonic, hyper — with
+//! Floodgate.
+//!
+//! Each request is an inbound entry on a resource named after the route, not the raw path: with the
+//! `axum` feature, axum's route template (`GET:/orders/{id}`); for gRPC, the method path
+//! (`/pkg.Service/Method`); otherwise `GET:/*`, or whatever [`FloodgateLayer::resource_fn`] returns. The
+//! caller's origin comes from a header of your choice. A blocked request gets a response from the
+//! [`BlockResponse`] (by default 429 with `Retry-After` for flow and hot-parameter blocks, 503 for circuit
+//! breakers and system protection, 403 for authority, each with a short body naming the kind). Errors and
+//! 5xx responses are traced into the entry, so error-ratio breakers see failing requests. The entry exits
+//! when the response is ready, when the service fails, when the handler panics (unwinding drops it) and
+//! when the response future is dropped (cancellation). A queueing wait is awaited with a tokio timer
+//! before the request reaches the service, never slept on a worker thread.
+//!
+//! ```
+//! use axum::{Router, routing::get};
+//! use floodgate_core::Floodgate;
+//! use floodgate_tower::FloodgateLayer;
+//!
+//! let fg = Floodgate::default();
+//! let app: Router = Router::new()
+//!     .route("/orders/{id}", get(|| async { "an order" }))
+//!     .route_layer(FloodgateLayer::new(fg).origin_header("x-caller"));
+//! ```
+
+mod future;
+mod layer;
+mod resource;
+mod response;
+mod service;
+
+pub use future::ResponseFuture;
+pub use layer::FloodgateLayer;
+pub use resource::{RequestHead, resource_name};
+pub use response::{BlockResponse, DefaultBlockResponse};
+pub use service::Floodgate as FloodgateService;

@@ -1,0 +1,35 @@
+//! Naming a request's resource: a route template, never the raw path with ids and query strings.
+
+use http::{Extensions, HeaderMap, Method, Uri};
+
+/// What a resource-naming function sees of a request.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestHead<'a> {
+    /// The method.
+    pub method: &'a Method,
+    /// The URI (path and query: do not use them raw as a resource name).
+    pub uri: &'a Uri,
+    /// The headers.
+    pub headers: &'a HeaderMap,
+    /// The extensions (axum's `MatchedPath` lives here).
+    pub extensions: &'a Extensions,
+}
+
+/// The default resource name: `METHOD:template` from axum's `MatchedPath` (feature `axum`); the method
+/// path for gRPC requests (`content-type: application/grpc…`); `METHOD:/*` otherwise — so the number of
+/// resources stays bounded by the number of routes.
+pub fn resource_name(head: &RequestHead<'_>) -> String {
+    #[cfg(feature = "axum")]
+    if let Some(path) = head.extensions.get::<axum::extract::MatchedPath>() {
+        return format!("{}:{}", head.method, path.as_str());
+    }
+    let grpc = head
+        .headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/grpc"));
+    if grpc {
+        return head.uri.path().to_owned();
+    }
+    format!("{}:/*", head.method)
+}

@@ -1,0 +1,91 @@
+//! The service: enters the resource, waits out a queueing wait, calls the inner service.
+
+use std::fmt;
+use std::task::{Context, Poll};
+
+use floodgate_core::EntryType;
+use http::{Request, Response};
+use tower_service::Service;
+
+use crate::future::ResponseFuture;
+use crate::layer::FloodgateLayer;
+use crate::resource::RequestHead;
+use crate::response::BlockResponse;
+
+/// A service guarded by Floodgate (made by [`FloodgateLayer`]).
+#[derive(Clone)]
+pub struct Floodgate<S, R> {
+    pub(crate) inner: S,
+    pub(crate) layer: FloodgateLayer<R>,
+}
+
+impl<S: fmt::Debug, R> fmt::Debug for Floodgate<S, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FloodgateService")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, R> Floodgate<S, R> {
+    /// The wrapped service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The wrapped service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The wrapped service, unwrapped.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S, R, ReqB, ResB> Service<Request<ReqB>> for Floodgate<S, R>
+where
+    S: Service<Request<ReqB>, Response = Response<ResB>>,
+    R: BlockResponse<ResB>,
+{
+    type Response = Response<ResB>;
+    type Error = S::Error;
+    type Future = ResponseFuture<S::Future, ResB>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<ReqB>) -> Self::Future {
+        let head = RequestHead {
+            method: request.method(),
+            uri: request.uri(),
+            headers: request.headers(),
+            extensions: request.extensions(),
+        };
+        let resource = (self.layer.resource)(&head);
+        let origin = self
+            .layer
+            .origin_header
+            .as_ref()
+            .and_then(|h| request.headers().get(h))
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let admitted = self
+            .layer
+            .fg
+            .entry(&resource)
+            .origin(origin)
+            .entry_type(EntryType::In)
+            .enter_owned();
+        match admitted {
+            Ok(entry) => {
+                let wait = entry.waited();
+                let sleeps = self.layer.fg.clock().sleeps();
+                ResponseFuture::admitted(entry, self.inner.call(request), wait, sleeps)
+            }
+            Err(block) => ResponseFuture::blocked(self.layer.on_block.respond(&block)),
+        }
+    }
+}

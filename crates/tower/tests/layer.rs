@@ -1,0 +1,265 @@
+//! The layer over a real axum router: statuses per block kind, exits on every path, 5xx traced,
+//! bounded resource names, awaited queueing waits.
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use axum::routing::get;
+use floodgate_core::{
+    BlockError, BlockKind, Clock, DegradeRule, Floodgate, ManualClock, ManualProbe, RuleType,
+};
+use floodgate_tower::{DefaultBlockResponse, FloodgateLayer};
+use tower::{Service, ServiceExt};
+
+const T0: u64 = 1_700_000_000_000;
+
+fn engine() -> (ManualClock, Floodgate) {
+    let clock = ManualClock::new(T0);
+    let fg = Floodgate::builder()
+        .clock(clock.clone())
+        .system_probe(ManualProbe::new())
+        .build();
+    (clock, fg)
+}
+
+async fn ok() -> &'static str {
+    "ok"
+}
+
+async fn explode() -> &'static str {
+    panic!("handler panicked")
+}
+
+async fn fail() -> (StatusCode, &'static str) {
+    (StatusCode::INTERNAL_SERVER_ERROR, "boom")
+}
+
+fn app(fg: &Floodgate) -> Router {
+    Router::new()
+        .route("/orders/{id}", get(ok))
+        .route("/fail", get(fail))
+        .route("/panic", get(explode))
+        .route(
+            "/forever",
+            get(|| async {
+                std::future::pending::<()>().await;
+                "never"
+            }),
+        )
+        .route_layer(FloodgateLayer::new(fg.clone()).origin_header("x-caller"))
+}
+
+async fn status(app: &Router, path: &str, caller: Option<&str>) -> (StatusCode, Option<String>) {
+    let mut request = Request::get(path);
+    if let Some(c) = caller {
+        request = request.header("x-caller", c);
+    }
+    let response = app
+        .clone()
+        .oneshot(request.body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let retry = response
+        .headers()
+        .get(header::RETRY_AFTER)
+        .map(|v| v.to_str().unwrap().to_owned());
+    (response.status(), retry)
+}
+
+#[tokio::test]
+async fn every_block_kind_maps_to_its_status() {
+    for (kind, expected) in [
+        (BlockKind::Flow, 429),
+        (BlockKind::ParamFlow, 429),
+        (BlockKind::Degrade, 503),
+        (BlockKind::System, 503),
+        (BlockKind::Authority, 403),
+        (BlockKind::Custom, 503),
+    ] {
+        assert_eq!(
+            DefaultBlockResponse::status(kind).as_u16(),
+            expected,
+            "{kind:?}"
+        );
+    }
+    let (_clock, fg) = engine();
+    let app = app(&fg);
+    fg.load_rules_json(
+        RuleType::Flow,
+        r#"[{"resource":"GET:/orders/{id}","count":1}]"#,
+    )
+    .unwrap();
+    assert_eq!(
+        status(&app, "/orders/1", None).await,
+        (StatusCode::OK, None)
+    );
+    assert_eq!(
+        status(&app, "/orders/2", None).await,
+        (StatusCode::TOO_MANY_REQUESTS, Some("1".to_owned())),
+        "flow: 429 with Retry-After"
+    );
+    fg.load_rules_json(RuleType::Flow, "[]").unwrap();
+    fg.load_rules_json(
+        RuleType::Authority,
+        r#"[{"resource":"GET:/orders/{id}","limitApp":"partner","strategy":0}]"#,
+    )
+    .unwrap();
+    assert_eq!(
+        status(&app, "/orders/3", Some("stranger")).await.0,
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(
+        status(&app, "/orders/3", Some("partner")).await.0,
+        StatusCode::OK
+    );
+    fg.load_rules_json(RuleType::Authority, "[]").unwrap();
+    fg.load_rules_json(RuleType::System, r#"[{"qps":0}]"#)
+        .unwrap();
+    assert_eq!(
+        status(&app, "/orders/4", None).await.0,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+}
+
+#[tokio::test]
+async fn server_errors_open_an_error_ratio_breaker() {
+    let (_clock, fg) = engine();
+    let app = app(&fg);
+    fg.load_degrade_rules([DegradeRule::error_ratio("GET:/fail", 0.5)
+        .min_request_amount(5)
+        .time_window(10)])
+        .unwrap();
+    for _ in 0..5 {
+        assert_eq!(
+            status(&app, "/fail", None).await.0,
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
+    }
+    assert_eq!(
+        fg.cluster_node("GET:/fail").unwrap().exception_qps(),
+        5.0,
+        "5xx traced"
+    );
+    assert_eq!(
+        status(&app, "/fail", None).await.0,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the breaker opened"
+    );
+}
+
+#[tokio::test]
+async fn a_panicking_handler_still_exits_the_entry() {
+    let (_clock, fg) = engine();
+    let app = app(&fg);
+    let task = tokio::spawn({
+        let app = app.clone();
+        async move { status(&app, "/panic", None).await }
+    });
+    assert!(task.await.is_err(), "the handler panicked");
+    let node = fg.cluster_node("GET:/panic").unwrap();
+    assert_eq!(node.pass_qps(), 1.0);
+    assert_eq!(node.cur_thread_num(), 0, "exited while unwinding");
+}
+
+#[tokio::test]
+async fn a_dropped_response_future_exits_the_entry() {
+    let (_clock, fg) = engine();
+    let mut app = app(&fg);
+    let request = Request::get("/forever").body(Body::empty()).unwrap();
+    let mut future = Box::pin(app.call(request));
+    assert!(futures_poll_once(future.as_mut()).await.is_none());
+    assert_eq!(fg.cluster_node("GET:/forever").unwrap().cur_thread_num(), 1);
+    drop(future);
+    assert_eq!(
+        fg.cluster_node("GET:/forever").unwrap().cur_thread_num(),
+        0,
+        "cancelled"
+    );
+}
+
+/// Polls a future once.
+async fn futures_poll_once<F: std::future::Future>(f: std::pin::Pin<&mut F>) -> Option<F::Output> {
+    let mut f = Some(f);
+    std::future::poll_fn(move |cx| {
+        let f = f.take().unwrap();
+        std::task::Poll::Ready(match f.poll(cx) {
+            std::task::Poll::Ready(v) => Some(v),
+            std::task::Poll::Pending => None,
+        })
+    })
+    .await
+}
+
+#[tokio::test]
+async fn route_templates_keep_resources_bounded() {
+    let (_clock, fg) = engine();
+    let app = app(&fg);
+    for id in 0..100 {
+        assert_eq!(
+            status(&app, &format!("/orders/{id}?x={id}"), None).await.0,
+            StatusCode::OK
+        );
+    }
+    let names = fg.resource_names();
+    assert_eq!(names.len(), 1, "{names:?}");
+    assert_eq!(&*names[0], "GET:/orders/{id}");
+    assert_eq!(
+        fg.cluster_node("GET:/orders/{id}").unwrap().pass_qps(),
+        100.0
+    );
+}
+
+#[tokio::test]
+async fn a_custom_block_response_and_resource_name() {
+    let (_clock, fg) = engine();
+    fg.load_rules_json(RuleType::Flow, r#"[{"resource":"all","count":0}]"#)
+        .unwrap();
+    let app = Router::new().route("/x", get(ok)).route_layer(
+        FloodgateLayer::new(fg.clone())
+            .resource_fn(|_| "all".to_owned())
+            .on_block(|block: &BlockError| {
+                axum::response::Response::builder()
+                    .status(StatusCode::IM_A_TEAPOT)
+                    .body(Body::from(block.kind().to_string()))
+                    .unwrap()
+            }),
+    );
+    assert_eq!(status(&app, "/x", None).await.0, StatusCode::IM_A_TEAPOT);
+}
+
+/// A manual clock whose sleeps are real, so the layer uses a (paused) tokio timer.
+#[derive(Debug, Clone)]
+struct TimerClock(ManualClock);
+
+impl Clock for TimerClock {
+    fn now_nanos(&self) -> u64 {
+        self.0.now_nanos()
+    }
+    fn sleep(&self, _: Duration) {
+        panic!("the layer must not sleep a worker thread");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn queueing_waits_are_awaited() {
+    let fg = Floodgate::builder()
+        .clock(TimerClock(ManualClock::new(T0)))
+        .build();
+    fg.load_rules_json(
+        RuleType::Flow,
+        r#"[{"resource":"GET:/orders/{id}","count":10,"controlBehavior":2,"maxQueueingTimeMs":500}]"#,
+    )
+    .unwrap();
+    let app = app(&fg);
+    let start = tokio::time::Instant::now();
+    assert_eq!(status(&app, "/orders/1", None).await.0, StatusCode::OK);
+    assert_eq!(start.elapsed(), Duration::ZERO);
+    assert_eq!(status(&app, "/orders/2", None).await.0, StatusCode::OK);
+    assert_eq!(
+        start.elapsed(),
+        Duration::from_millis(100),
+        "waited on the tokio timer"
+    );
+}
