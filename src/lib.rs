@@ -38,6 +38,10 @@ pub use floodgate_transport as transport;
 #[cfg(feature = "tower")]
 pub use floodgate_tower as tower;
 
+/// The outbound HTTP middleware (`floodgate-reqwest`): guards reqwest calls.
+#[cfg(feature = "reqwest")]
+pub use floodgate_reqwest as reqwest;
+
 /// README's code blocks, compiled and run as doctests so the quick start stays true.
 #[doc = include_str!("../README.md")]
 #[cfg(all(doctest, feature = "transport"))]
