@@ -1,8 +1,8 @@
 //! Floodgate: flow control, circuit breaking and adaptive protection for Rust services, in the style of
 //! Alibaba Sentinel.
 //!
-//! This facade re-exports the guard engine ([`floodgate_core`]); the agent, adapters and dashboard live in
-//! their own crates.
+//! This facade re-exports the guard engine ([`floodgate_core`]) and the [`resource`] attribute; the agent,
+//! adapters and dashboard live in their own crates.
 //!
 //! ```
 //! use floodgate::{EntryType, Floodgate, ManualClock};
@@ -29,6 +29,12 @@ pub use floodgate_core::{
     SystemThresholds, TOTAL_INBOUND_TRAFFIC, TreeNodeKind, UnknownRuleType, WindowError, entry,
     global, order, register_slot, set_global_default, utc_datetime,
 };
+
+pub use floodgate_macros::resource;
+
+#[doc(hidden)]
+#[path = "macro_support.rs"]
+pub mod __private;
 
 /// The agent (`floodgate-transport`): command API, heartbeats, metrics, rule files.
 #[cfg(feature = "transport")]

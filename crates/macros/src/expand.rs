@@ -1,0 +1,212 @@
+//! The expansion: the function keeps its signature; its body becomes
+//!
+//! 1. enter the resource (`enter()` for a sync fn, the task-safe `enter_async()` for an `async fn`); when
+//!    blocked, return the block handler's value, else the fallback's, else the block converted into the
+//!    `Result`'s error;
+//! 2. run the original body inside a closure (sync) or an async block (async), so that `return` and `?`
+//!    end the body, not the function, and the entry guard outlives them;
+//! 3. trace an `Err` into the entry, hand it to the fallback if there is one, exit the entry, return.
+//!
+//! Locals of the expansion use mixed-site hygiene: the body cannot see or shadow them.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::visit_mut::{self, VisitMut};
+use syn::{AttrStyle, FnArg, Ident, Item, ItemFn, Pat, ReturnType, Type};
+
+use crate::args::Args;
+
+/// Expands `#[resource(args)] item`.
+pub(crate) fn expand(args: Args, item: TokenStream) -> syn::Result<TokenStream> {
+    let function = match syn::parse2::<Item>(item) {
+        Ok(Item::Fn(function)) => function,
+        Ok(other) => {
+            return Err(syn::Error::new_spanned(
+                other,
+                "`#[floodgate::resource]` applies to functions with a body",
+            ));
+        }
+        Err(e) => {
+            return Err(syn::Error::new(
+                e.span(),
+                "`#[floodgate::resource]` applies to functions with a body",
+            ));
+        }
+    };
+    let Some(name) = &args.name else {
+        return Err(syn::Error::new(
+            Span::call_site(),
+            "missing resource name: write `#[floodgate::resource(name = \"...\")]`",
+        ));
+    };
+    let ItemFn {
+        attrs,
+        vis,
+        sig,
+        block,
+    } = function;
+    if let Some(constness) = &sig.constness {
+        return Err(syn::Error::new(
+            constness.span(),
+            "`#[floodgate::resource]` cannot guard a `const fn`",
+        ));
+    }
+    let is_async = sig.asyncness.is_some();
+    let handlers = args.block_handler.is_some() || args.fallback.is_some();
+    let forwarded = if handlers {
+        forwarded_arguments(&sig)?
+    } else {
+        Vec::new()
+    };
+
+    // The return type, written where an expression needs it: `impl Trait` becomes `_`.
+    let (mut output, output_span) = match &sig.output {
+        ReturnType::Default => (syn::parse_quote!(()), sig.ident.span()),
+        ReturnType::Type(_, ty) => ((**ty).clone(), ty.span()),
+    };
+    InferImplTrait.visit_type_mut(&mut output);
+
+    let entry = Ident::new("__floodgate_entry", Span::mixed_site());
+    let admitted = Ident::new("__floodgate_admitted", Span::mixed_site());
+    let block_error = Ident::new("__floodgate_block", Span::mixed_site());
+    let out = Ident::new("__floodgate_out", Span::mixed_site());
+    let error = Ident::new("__floodgate_error", Span::mixed_site());
+    let returned = Ident::new("__floodgate_returned", Span::mixed_site());
+    let awaited = if is_async { quote!(.await) } else { quote!() };
+
+    // 1. Enter.
+    let engine = match &args.engine {
+        Some(engine) => quote_spanned!(engine.span()=> ::floodgate::__private::engine(#engine)),
+        None => quote!(::floodgate::global()),
+    };
+    let mut builder = quote!(#engine.entry(#name));
+    if let Some(entry_type) = &args.entry_type {
+        builder = quote!(#builder.entry_type(#entry_type));
+    }
+    if let Some(resource_type) = &args.resource_type {
+        builder = quote!(#builder.resource_type(#resource_type));
+    }
+    if let Some(values) = args.args.as_ref().filter(|v| !v.is_empty()) {
+        let values = values
+            .iter()
+            .map(|v| quote_spanned!(v.span()=> ::floodgate::ParamValue::from(#v)));
+        builder = quote!(#builder.args([#(#values),*]));
+    }
+    let enter = if is_async {
+        quote!(::floodgate::__private::EnterAsync::enter_in_task(#builder).await)
+    } else {
+        quote!(#builder.enter())
+    };
+    let on_block = match (&args.block_handler, &args.fallback) {
+        (Some(handler), _) => {
+            quote_spanned!(handler.span()=> #handler(#(#forwarded,)* #block_error) #awaited)
+        }
+        (None, Some(fallback)) => {
+            let converted = quote_spanned!(output_span=>
+                ::floodgate::__private::block_error::<#output>(#block_error)
+            );
+            quote_spanned!(fallback.span()=> #fallback(#(#forwarded,)* #converted) #awaited)
+        }
+        (None, None) => quote_spanned!(output_span=>
+            ::floodgate::__private::blocked::<#output>(#block_error)
+        ),
+    };
+
+    // 2. Run the body.
+    let inner_attrs = attrs
+        .iter()
+        .filter(|a| matches!(a.style, AttrStyle::Inner(_)));
+    let outer_attrs = attrs.iter().filter(|a| matches!(a.style, AttrStyle::Outer));
+    let run = if is_async {
+        quote!(::floodgate::__private::typed_future::<#output, _>(async #block).await)
+    } else {
+        quote!(::floodgate::__private::call::<#output, _>(|| #block))
+    };
+
+    // 3. Trace, fall back, exit.
+    let trace = quote! {
+        {
+            #[allow(unused_imports)]
+            use ::floodgate::__private::{
+                TraceAsRef as _, TraceAsRefSend as _, TraceError as _, TraceNothing as _,
+                TraceUntyped as _,
+            };
+            (&&&&::floodgate::__private::Probe(&#out)).__floodgate_trace(&#entry);
+        }
+    };
+    let finish = match &args.fallback {
+        None => quote! {
+            #trace
+            ::core::mem::drop(#entry);
+            #out
+        },
+        Some(fallback) => {
+            let split = quote_spanned!(output_span=>
+                ::floodgate::__private::split_error::<#output>(#out)
+            );
+            let call = quote_spanned!(fallback.span()=> #fallback(#(#forwarded,)* #error) #awaited);
+            quote! {
+                #trace
+                let #returned = match #split {
+                    ::core::result::Result::Ok(#out) => #out,
+                    ::core::result::Result::Err(#error) => #call,
+                };
+                ::core::mem::drop(#entry);
+                #returned
+            }
+        }
+    };
+
+    Ok(quote! {
+        #(#outer_attrs)*
+        #vis #sig {
+            #(#inner_attrs)*
+            let #entry = match #enter {
+                ::core::result::Result::Ok(#admitted) => ::floodgate::__private::Guard::new(#admitted),
+                ::core::result::Result::Err(#block_error) => return #on_block,
+            };
+            let #out = #run;
+            #finish
+        }
+    })
+}
+
+/// The expressions that pass the function's own arguments on to a handler: `self` first if there is a
+/// receiver, then each argument by name. An argument bound by a pattern has no name to pass.
+fn forwarded_arguments(sig: &syn::Signature) -> syn::Result<Vec<TokenStream>> {
+    sig.inputs
+        .iter()
+        .map(|input| match input {
+            FnArg::Receiver(receiver) => {
+                let token = receiver.self_token;
+                Ok(quote!(#token))
+            }
+            FnArg::Typed(typed) => match &*typed.pat {
+                Pat::Ident(ident) if ident.by_ref.is_none() && ident.subpat.is_none() => {
+                    let ident = &ident.ident;
+                    Ok(quote!(#ident))
+                }
+                other => Err(syn::Error::new_spanned(
+                    other,
+                    "`block_handler` and `fallback` receive the function's arguments: bind this one to a plain name",
+                )),
+            },
+        })
+        .collect()
+}
+
+/// Replaces `impl Trait` with `_`, which an expression may name.
+struct InferImplTrait;
+
+impl VisitMut for InferImplTrait {
+    fn visit_type_mut(&mut self, ty: &mut Type) {
+        if let Type::ImplTrait(impl_trait) = ty {
+            *ty = Type::Infer(syn::TypeInfer {
+                underscore_token: syn::Token![_](impl_trait.span()),
+            });
+            return;
+        }
+        visit_mut::visit_type_mut(self, ty);
+    }
+}

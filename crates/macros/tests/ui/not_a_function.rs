@@ -1,0 +1,6 @@
+#[floodgate::resource(name = "config")]
+struct Config {
+    limit: u32,
+}
+
+fn main() {}
