@@ -10,6 +10,7 @@ use rustc_hash::FxHashMap;
 
 use crate::arena::Arena;
 use crate::authority::{AuthorityRule, AuthorityRules};
+use crate::block::BlockKind;
 use crate::clock::{CachedClock, Clock};
 use crate::context::ContextBuilder;
 use crate::degrade::{BreakerStateChange, BreakerStatus, DegradeRule, DegradeRules};
@@ -499,6 +500,10 @@ impl Floodgate {
     /// # Ok::<(), floodgate_core::RuleError>(())
     /// ```
     pub fn load_rules_json(&self, rule_type: RuleType, json: &str) -> Result<(), RuleError> {
+        self.report_load(rule_type, self.load_json(rule_type, json))
+    }
+
+    fn load_json(&self, rule_type: RuleType, json: &str) -> Result<(), RuleError> {
         let items = parse_rule_array(json)?;
         match rule_type {
             RuleType::Flow => {
@@ -541,6 +546,41 @@ impl Floodgate {
                     .collect::<Result<Vec<_>, _>>()?;
                 self.inner.param_flow.load(rules, self.inner.clock.now_ms())
             }
+        }
+    }
+
+    /// Reports a rule load to `tracing` (target `floodgate::rules`): `info` with the count in force, or
+    /// `warn` with the error of a rejected list.
+    fn report_load(
+        &self,
+        rule_type: RuleType,
+        result: Result<(), RuleError>,
+    ) -> Result<(), RuleError> {
+        match &result {
+            Ok(()) => tracing::info!(
+                target: "floodgate::rules",
+                rule_type = rule_type.as_str(),
+                count = self.rule_count(rule_type),
+                "rules loaded"
+            ),
+            Err(error) => tracing::warn!(
+                target: "floodgate::rules",
+                rule_type = rule_type.as_str(),
+                %error,
+                "rule list rejected; the rules in force stay"
+            ),
+        }
+        result
+    }
+
+    /// How many rules of `rule_type` are in force (without copying them).
+    pub fn rule_count(&self, rule_type: RuleType) -> usize {
+        match rule_type {
+            RuleType::Flow => self.inner.flow.snapshot().rules().count(),
+            RuleType::Degrade => self.inner.degrade.snapshot().rules().count(),
+            RuleType::Authority => self.inner.authority.snapshot().rules().count(),
+            RuleType::System => self.inner.system.snapshot().rules().len(),
+            RuleType::ParamFlow => self.inner.param_flow.snapshot().rules().count(),
         }
     }
 
@@ -590,7 +630,8 @@ impl Floodgate {
         &self,
         rules: impl IntoIterator<Item = FlowRule>,
     ) -> Result<(), RuleError> {
-        self.inner.flow.load(rules.into_iter().collect())
+        let result = self.inner.flow.load(rules.into_iter().collect());
+        self.report_load(RuleType::Flow, result)
     }
 
     /// The flow rules in force, in load order.
@@ -611,7 +652,8 @@ impl Floodgate {
         &self,
         rules: impl IntoIterator<Item = DegradeRule>,
     ) -> Result<(), RuleError> {
-        self.inner.degrade.load(rules.into_iter().collect())
+        let result = self.inner.degrade.load(rules.into_iter().collect());
+        self.report_load(RuleType::Degrade, result)
     }
 
     /// The degrade rules in force, in load order.
@@ -663,7 +705,8 @@ impl Floodgate {
         &self,
         rules: impl IntoIterator<Item = AuthorityRule>,
     ) -> Result<(), RuleError> {
-        self.inner.authority.load(rules.into_iter().collect())
+        let result = self.inner.authority.load(rules.into_iter().collect());
+        self.report_load(RuleType::Authority, result)
     }
 
     /// The authority rules in force, in load order (ignored duplicates included).
@@ -677,7 +720,8 @@ impl Floodgate {
         &self,
         rules: impl IntoIterator<Item = SystemRule>,
     ) -> Result<(), RuleError> {
-        self.inner.system.load(rules.into_iter().collect())
+        let result = self.inner.system.load(rules.into_iter().collect());
+        self.report_load(RuleType::System, result)
     }
 
     /// The system rules in force, as loaded. (Sentinel's `getRules` answers one synthesized rule per
@@ -699,9 +743,11 @@ impl Floodgate {
         &self,
         rules: impl IntoIterator<Item = ParamFlowRule>,
     ) -> Result<(), RuleError> {
-        self.inner
+        let result = self
+            .inner
             .param_flow
-            .load(rules.into_iter().collect(), self.inner.clock.now_ms())
+            .load(rules.into_iter().collect(), self.inner.clock.now_ms());
+        self.report_load(RuleType::ParamFlow, result)
     }
 
     /// The hot-parameter rules in force, in load order.
@@ -903,6 +949,7 @@ impl Floodgate {
                     success_qps: record.success,
                     exception_qps: record.exception,
                     rt: record.rt.checked_div(record.success).unwrap_or(0),
+                    rt_sum: record.rt,
                     occupied_pass_qps: record.occupied_pass,
                     concurrency: node.cur_thread_num(),
                     classification,
@@ -921,6 +968,19 @@ impl Floodgate {
             resource_cap_hits: self.inner.resource_cap_hits.load(Ordering::Relaxed),
             context_cap_hits: self.inner.context_cap_hits.load(Ordering::Relaxed),
         }
+    }
+
+    /// How many resources get statistics (the builder's [`max_resources`](FloodgateBuilder::max_resources));
+    /// resources with rules are created past it.
+    pub fn max_resources(&self) -> usize {
+        self.inner.config.max_resources
+    }
+
+    /// Blocks since the engine started, per resource and [`BlockKind`], in the order first seen: exact
+    /// lifetime counters (kept by the block log, so a chain without the `log` slot counts none). Past the
+    /// block log's 4096 keys (resource × kind × rule × origin), new keys count under resource `__other__`.
+    pub fn block_counts(&self) -> Vec<(Arc<str>, BlockKind, u64)> {
+        self.inner.block_log.totals()
     }
 
     /// The block log lines of finished seconds still held in memory (the last 1000), oldest first.

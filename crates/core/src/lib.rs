@@ -35,6 +35,9 @@
 //! * Contexts ([`ContextBuilder`]): named call trees with an origin, for sync and async code.
 //! * Rules: [`FlowRule`]; [`AuthorityRule`] (white/black lists of origins); [`SystemRule`] (adaptive
 //!   protection of inbound traffic by QPS, concurrency, RT, load and CPU, read from a [`SystemProbe`]).
+//! * `tracing` events: blocks (target `floodgate::block`, `info`, at most one per second per resource and
+//!   [`BlockKind`]), breaker transitions (`floodgate::breaker`, `warn` on opening, `info` otherwise) and
+//!   rule loads (`floodgate::rules`, `info` with the count, `warn` with the error of a rejected list).
 
 mod arena;
 mod authority;

@@ -119,3 +119,60 @@ fn closed_circuit_breakers_allocate_nothing() {
         "allocations during 20,000 entries: {stats:?}"
     );
 }
+
+/// Counts events without allocating, so the measurement sees only the engine's own allocations.
+#[derive(Debug, Default)]
+struct CountingSubscriber {
+    events: std::sync::atomic::AtomicUsize,
+}
+
+impl tracing::Subscriber for CountingSubscriber {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, _: &tracing::Event<'_>) {
+        self.events
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[test]
+fn sampled_block_events_allocate_nothing() {
+    use floodgate_core::{FlowRule, RuleType};
+    use std::sync::Arc;
+
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let clock = ManualClock::new(1_700_000_000_000);
+    let fg = Floodgate::builder().clock(clock.clone()).build();
+    fg.load_flow_rules([FlowRule::new("blocked", 0.0)]).unwrap();
+    let subscriber = Arc::new(CountingSubscriber::default());
+    let dispatch = tracing::Dispatch::new(subscriber.clone());
+    tracing::dispatcher::with_default(&dispatch, || {
+        // Warm up: the resource, the block log's key and group, the event's call site, and the block
+        // log's queue of unread seconds at its bound (3000 seconds).
+        for i in 0..3000u64 {
+            clock.set(1_700_000_000_000 + i * 1000);
+            assert!(fg.entry("blocked").origin("appA").enter().is_err());
+        }
+        let before = subscriber.events.load(std::sync::atomic::Ordering::Relaxed);
+        let region = Region::new(GLOBAL);
+        // 10,000 blocks over 1,000 seconds: one event per second.
+        for i in 0..10_000u64 {
+            clock.set(1_700_003_000_000 + i * 100);
+            drop(fg.entry("blocked").origin("appA").enter().unwrap_err());
+        }
+        let stats = region.change();
+        assert_eq!(stats.allocations, 0, "{stats:?}");
+        assert_eq!(stats.reallocations, 0, "{stats:?}");
+        let events = subscriber.events.load(std::sync::atomic::Ordering::Relaxed) - before;
+        assert_eq!(events, 1000, "one block event per second");
+    });
+    assert_eq!(fg.rule_count(RuleType::Flow), 1);
+}

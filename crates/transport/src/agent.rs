@@ -11,7 +11,7 @@ use floodgate_core::{Floodgate, RuleType};
 use thiserror::Error;
 use tokio::sync::oneshot;
 
-use crate::command::{CommandState, app};
+use crate::command::{CommandState, app, metrics_app};
 use crate::config::{AgentConfig, ConfigError};
 use crate::heartbeat::Heartbeat;
 use crate::host::HostInfo;
@@ -53,6 +53,7 @@ pub enum AgentError {
 #[derive(Debug)]
 pub struct Agent {
     addr: SocketAddr,
+    prometheus_addr: Option<SocketAddr>,
     fg: Floodgate,
     metrics: Arc<MetricStore>,
     metric_log: Option<Arc<MetricLog>>,
@@ -83,6 +84,12 @@ impl Agent {
         self.addr
     }
 
+    /// The address of the Prometheus port, when one was configured
+    /// ([`AgentBuilder::prometheus_port`]); `/metrics` on [`local_addr`](Self::local_addr) serves the same.
+    pub fn prometheus_addr(&self) -> Option<SocketAddr> {
+        self.prometheus_addr
+    }
+
     /// The command API's port.
     pub fn port(&self) -> u16 {
         self.addr.port()
@@ -93,7 +100,8 @@ impl Agent {
         &self.rule_files
     }
 
-    /// Collects the seconds finished since the last collection now (the agent also does it every second).
+    /// Collects the seconds finished since the last collection now, into the `metric` command's store and
+    /// the Prometheus totals (the agent also does it every second).
     pub fn collect_metrics(&self) {
         collect(&self.fg, &self.metrics, self.metric_log.as_deref());
     }
@@ -186,7 +194,8 @@ impl AgentBuilder {
     }
 
     /// A shared token that every command must carry (header `X-Floodgate-Token`, `Authorization: Bearer`,
-    /// or parameter `token`); also sent with heartbeats.
+    /// or parameter `token`); also sent with heartbeats. `/metrics` needs it too: configure Prometheus to
+    /// send it (`authorization: { credentials: <token> }` in the scrape config).
     pub fn token(mut self, token: impl Into<String>) -> Self {
         self.config.token = Some(token.into());
         self
@@ -207,6 +216,14 @@ impl AgentBuilder {
     /// Writes Sentinel-format metric log files into `dir`.
     pub fn metric_log_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.config.metric_log_dir = Some(dir.into());
+        self
+    }
+
+    /// Also serves the Prometheus exposition (`GET /metrics`) on `port` of the bind address (0 picks a
+    /// free one; see [`Agent::prometheus_addr`]). The token applies there too. Without it, `/metrics` is
+    /// served on the command port only.
+    pub fn prometheus_port(mut self, port: u16) -> Self {
+        self.config.prometheus_port = Some(port);
         self
     }
 
@@ -248,6 +265,20 @@ impl AgentBuilder {
             .set_nonblocking(true)
             .map_err(AgentError::Runtime)?;
         let addr = listener.local_addr().map_err(AgentError::Runtime)?;
+        let prometheus_listener = match c.prometheus_port {
+            Some(port) => {
+                let addr = SocketAddr::new(c.bind_addr, port);
+                let l =
+                    TcpListener::bind(addr).map_err(|source| AgentError::Bind { addr, source })?;
+                l.set_nonblocking(true).map_err(AgentError::Runtime)?;
+                Some(l)
+            }
+            None => None,
+        };
+        let prometheus_addr = match &prometheus_listener {
+            Some(l) => Some(l.local_addr().map_err(AgentError::Runtime)?),
+            None => None,
+        };
         let rule_files = Arc::new(RuleFiles::new(c.rule_files.clone()));
         rule_files.load_all(&self.fg);
         let watcher = if c.rule_files.is_empty() {
@@ -296,6 +327,12 @@ impl AgentBuilder {
                     let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
                         return;
                     };
+                    let prometheus = prometheus_listener
+                        .and_then(|l| tokio::net::TcpListener::from_std(l).ok())
+                        .map(|l| {
+                            let app = metrics_app(state.clone());
+                            tokio::spawn(async move { axum::serve(l, app).await })
+                        });
                     let clock_fg = fg.clone();
                     let heartbeats = tokio::spawn(heartbeat.run(move || clock_fg.clock().now_ms()));
                     let collector = tokio::spawn(async move {
@@ -315,12 +352,16 @@ impl AgentBuilder {
                     }
                     heartbeats.abort();
                     collector.abort();
+                    if let Some(prometheus) = prometheus {
+                        prometheus.abort();
+                    }
                 });
             })
             .map_err(AgentError::Runtime)?;
-        tracing::info!(%addr, "floodgate agent listening");
+        tracing::info!(%addr, prometheus = ?prometheus_addr, "floodgate agent listening");
         Ok(Agent {
             addr,
+            prometheus_addr,
             fg: self.fg,
             metrics,
             metric_log,

@@ -7,6 +7,7 @@
 //! | dashboards | `FLOODGATE_DASHBOARD` (`host:port[,host:port…]`) | `csp.sentinel.dashboard.server` |
 //! | command address | `FLOODGATE_API_ADDR` (default `127.0.0.1`) | — |
 //! | command port | `FLOODGATE_API_PORT` (default 8719) | `csp.sentinel.api.port` |
+//! | Prometheus port | `FLOODGATE_PROMETHEUS_PORT` (none by default; `/metrics` is on the command port too) | — |
 //! | reported IP | `FLOODGATE_HEARTBEAT_IP` | `csp.sentinel.heartbeat.client.ip` |
 //! | heartbeat interval | `FLOODGATE_HEARTBEAT_INTERVAL_MS` (default 10000) | `csp.sentinel.heartbeat.interval.ms` |
 //! | shared token | `FLOODGATE_TOKEN` | — |
@@ -74,6 +75,9 @@ pub struct AgentConfig {
     pub rule_files: BTreeMap<RuleTypeKey, PathBuf>,
     /// The largest request body accepted (413 above it).
     pub max_body_bytes: usize,
+    /// A port of its own for the Prometheus exposition (`GET /metrics` only, same address and token as
+    /// the command API; 0 picks a free one). `/metrics` is also served on the command port.
+    pub prometheus_port: Option<u16>,
 }
 
 /// A [`RuleType`] usable as a map key.
@@ -110,6 +114,7 @@ impl Default for AgentConfig {
             metric_log_dir: None,
             rule_files: BTreeMap::new(),
             max_body_bytes: 1024 * 1024,
+            prometheus_port: None,
         }
     }
 }
@@ -211,6 +216,9 @@ impl AgentConfig {
             }
             c.heartbeat_interval = Duration::from_millis(ms);
         }
+        if let Some((n, v)) = lookup(get, &["FLOODGATE_PROMETHEUS_PORT"]) {
+            c.prometheus_port = Some(parse(n, v, "expected a port number")?);
+        }
         if let Some((_, v)) = lookup(get, &["FLOODGATE_TOKEN"]) {
             if !v.is_empty() {
                 c.token = Some(v);
@@ -268,8 +276,10 @@ mod tests {
             ("FLOODGATE_API_PORT", "9000"),
             ("csp.sentinel.heartbeat.client.ip", "10.0.0.7"),
             ("FLOODGATE_RULES_FLOW", "/etc/fg/flow.json"),
+            ("FLOODGATE_PROMETHEUS_PORT", "9464"),
         ]))
         .unwrap();
+        assert_eq!(c.prometheus_port, Some(9464));
         assert_eq!(c.app_name, "orders");
         assert_eq!(c.dashboards, ["dash1:8080", "http://dash2:8080"]);
         assert_eq!(c.port, 9000, "Floodgate's variable wins");

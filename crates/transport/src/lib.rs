@@ -6,6 +6,8 @@
 //!   another address without a shared token.
 //! * Heartbeats to the dashboard (`POST /registry/machine`) every 10 s, with failover and back-off.
 //! * Per-second metrics kept for 5 minutes (and optionally Sentinel-format metric log files).
+//! * A Prometheus exposition at `GET /metrics` (and optionally on a port of its own): see
+//!   [`prometheus_text`] for the metrics.
 //! * Rule files per rule type, reloaded when they change and written when rules are pushed, so rules
 //!   survive restarts.
 //!
@@ -30,11 +32,13 @@ mod heartbeat;
 mod host;
 mod metric_log;
 mod metric_store;
+mod prometheus;
 mod rule_file;
 
 pub use agent::{Agent, AgentBuilder, AgentError};
 pub use command::{CommandState, SENTINEL_VERSION, app};
 pub use config::{AgentConfig, ConfigError, DEFAULT_PORT, RuleTypeKey};
 pub use metric_log::{MetricLog, fat_line};
-pub use metric_store::{MetricStore, thin_line};
+pub use metric_store::{MetricStore, OTHER_RESOURCES, ResourceTotals, thin_line};
+pub use prometheus::{PROMETHEUS_CONTENT_TYPE, prometheus_text};
 pub use rule_file::RuleFiles;

@@ -1,11 +1,46 @@
 //! The agent's store of per-second metrics: every second the collector moves each resource's finished
 //! seconds out of the engine into a ring of the last few minutes, which the `metric` command serves.
+//!
+//! The same lines are summed into lifetime totals per resource (pass, block, success, exception, RT sum):
+//! the engine keeps only windows, and a monotonic counter for Prometheus is exact when it adds each
+//! finished second once. Totals are kept for at most the engine's resource cap
+//! ([`Floodgate::max_resources`]) distinct resources, in the order first seen, plus the inbound node;
+//! the seconds of any further resource add up under [`OTHER_RESOURCES`].
 
-use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use floodgate_core::{Floodgate, MetricLine};
+use floodgate_core::{Floodgate, MetricLine, TOTAL_INBOUND_TRAFFIC};
+
+/// The name under which resources past the cap are summed (in totals and in the Prometheus exposition).
+pub const OTHER_RESOURCES: &str = "__other__";
+
+/// One resource's counts since the agent started collecting: the sums of its per-second metric lines
+/// (the first collection reaches back at most a minute, the engine's history).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ResourceTotals {
+    /// Entries that passed.
+    pub pass: u64,
+    /// Entries refused by a rule.
+    pub block: u64,
+    /// Entries that completed (errors included, as Sentinel counts them).
+    pub success: u64,
+    /// Completed entries that traced an error.
+    pub exception: u64,
+    /// The sum of the completed entries' response times, in ms.
+    pub rt_sum_ms: u64,
+}
+
+impl ResourceTotals {
+    fn add(&mut self, l: &MetricLine) {
+        self.pass += l.pass_qps;
+        self.block += l.block_qps;
+        self.success += l.success_qps;
+        self.exception += l.exception_qps;
+        self.rt_sum_ms += l.rt_sum;
+    }
+}
 
 /// Finished seconds, oldest first.
 #[derive(Debug)]
@@ -19,6 +54,35 @@ struct State {
     /// The last second collected.
     collected_through: Option<u64>,
     seconds: VecDeque<(u64, Vec<MetricLine>)>,
+    totals: Vec<(Arc<str>, ResourceTotals)>,
+    index: HashMap<Arc<str>, usize>,
+    other: ResourceTotals,
+}
+
+impl State {
+    /// Adds `lines` to the totals, keeping at most `cap` resources (the inbound node aside).
+    fn add_totals(&mut self, lines: &[MetricLine], cap: usize) {
+        for line in lines {
+            let inbound = &*line.resource == TOTAL_INBOUND_TRAFFIC;
+            let named =
+                self.index.len() - usize::from(self.index.contains_key(TOTAL_INBOUND_TRAFFIC));
+            let slot = match self.index.get(&line.resource) {
+                Some(&i) => Some(i),
+                None if inbound || named < cap => {
+                    self.totals
+                        .push((line.resource.clone(), ResourceTotals::default()));
+                    self.index
+                        .insert(line.resource.clone(), self.totals.len() - 1);
+                    Some(self.totals.len() - 1)
+                }
+                None => None,
+            };
+            match slot.and_then(|i| self.totals.get_mut(i)) {
+                Some((_, totals)) => totals.add(line),
+                None => self.other.add(line),
+            }
+        }
+    }
 }
 
 /// A metric line in Sentinel's thin wire format (no date; `|` in a resource name becomes `_`).
@@ -65,6 +129,7 @@ impl MetricStore {
         }
         let lines = fg.metrics(from * 1000, to * 1000 + 999);
         state.collected_through = Some(to);
+        state.add_totals(&lines, fg.max_resources());
         let mut i = 0;
         while i < lines.len() {
             let second = lines[i].timestamp;
@@ -82,6 +147,17 @@ impl MetricStore {
             state.seconds.pop_front();
         }
         lines
+    }
+
+    /// Every resource's totals, in the order first seen (the inbound node included), then
+    /// [`OTHER_RESOURCES`] if resources past the cap had traffic.
+    pub fn totals(&self) -> Vec<(Arc<str>, ResourceTotals)> {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut totals = state.totals.clone();
+        if state.other != ResourceTotals::default() {
+            totals.push((Arc::from(OTHER_RESOURCES), state.other));
+        }
+        totals
     }
 
     /// The lines with `start ≤ timestamp ≤ end` (ms), in time order.
@@ -140,6 +216,7 @@ mod tests {
             success_qps: 3,
             exception_qps: 4,
             rt: 5,
+            rt_sum: 15,
             occupied_pass_qps: 6,
             concurrency: 7,
             classification: 1,

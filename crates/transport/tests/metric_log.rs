@@ -16,6 +16,7 @@ fn line(ts: u64, resource: &str, pass: u64) -> MetricLine {
         success_qps: pass,
         exception_qps: 0,
         rt: 4,
+        rt_sum: 4 * pass,
         occupied_pass_qps: 0,
         concurrency: 0,
         classification: 1,

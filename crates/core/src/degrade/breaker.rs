@@ -123,6 +123,41 @@ pub(crate) enum Admission {
     Block,
 }
 
+/// Reports a transition to `tracing` (target `floodgate::breaker`): `warn` when a breaker opens, `info`
+/// for half-open and closed. Transitions are rare (at most one per recovery timeout per breaker).
+#[cold]
+fn report_transition(
+    resource: &str,
+    rule: &DegradeRule,
+    previous: BreakerState,
+    next: BreakerState,
+    snapshot: Option<f64>,
+) {
+    let grade = rule.grade.as_i32();
+    if next == BreakerState::Open {
+        tracing::warn!(
+            target: "floodgate::breaker",
+            resource,
+            grade,
+            threshold = rule.count,
+            from = previous.as_str(),
+            to = next.as_str(),
+            snapshot,
+            recovery_s = rule.time_window,
+            "circuit breaker opened"
+        );
+    } else {
+        tracing::info!(
+            target: "floodgate::breaker",
+            resource,
+            grade,
+            from = previous.as_str(),
+            to = next.as_str(),
+            "circuit breaker changed state"
+        );
+    }
+}
+
 /// One rule's breaker for one resource.
 #[derive(Debug)]
 pub(crate) struct Breaker {
@@ -180,6 +215,7 @@ impl Breaker {
         snapshot: Option<f64>,
         at_ms: u64,
     ) {
+        report_transition(&self.resource, &self.rule, previous, next, snapshot);
         self.observers.notify(|| BreakerStateChange {
             resource: self.resource.clone(),
             rule: self.rule.clone(),

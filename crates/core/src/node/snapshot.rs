@@ -243,6 +243,8 @@ pub struct MetricLine {
     pub exception_qps: u64,
     /// Average RT of that second's completions, in ms (integer, as Sentinel reports it).
     pub rt: u64,
+    /// The sum of that second's completion RTs, in ms (exact; `rt` is this over `success_qps`).
+    pub rt_sum: u64,
     /// Borrowed passes in that second.
     pub occupied_pass_qps: u64,
     /// Requests in flight when the line was read (Sentinel's core always reports 0 here).

@@ -11,6 +11,13 @@
 //! when one is configured. Recording takes a short lock and allocates only the first time a key is seen:
 //! a finished second's counts are only moved aside on the blocking path; lines are formatted when the log
 //! is read, or by a writer thread that wakes once a second when a file is configured.
+//!
+//! Each key also belongs to a group, its `(resource, kind)`, which keeps the lifetime total of its blocks
+//! (for exporters such as Prometheus) and a tagged cell `(second, blocks)` that samples `tracing` events:
+//! the first block of a second recycles the cell, and only that block emits an `info` event (target
+//! `floodgate::block`) with the count of the group's previous second with blocks. So a flood of blocks
+//! logs at most one event per second per resource and kind, and a block costs one relaxed add and one
+//! compare-and-swap more, without a lock or an allocation.
 
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -18,7 +25,7 @@ use std::fs::{File, OpenOptions};
 use std::hash::{BuildHasher, Hash};
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use rustc_hash::{FxBuildHasher, FxHashMap};
@@ -49,6 +56,25 @@ struct Tally {
     origin: String,
     rule: Option<i64>,
     cell: AtomicU64,
+    /// The index of its `(resource, kind)` group.
+    group: u32,
+}
+
+/// One `(resource, kind)`: its blocks since the engine started, and the cell that samples block events.
+#[derive(Debug)]
+struct Group {
+    resource: Arc<str>,
+    kind: BlockKind,
+    total: AtomicU64,
+    /// Tagged with the second, counting its blocks; the write that recycles it emits the event.
+    sample: AtomicU64,
+}
+
+/// The tallies and groups by key.
+#[derive(Debug, Default)]
+struct Index {
+    keys: FxHashMap<Key, u32>,
+    groups: FxHashMap<(u32, BlockKind), u32>,
 }
 
 /// Where finished seconds go: counts waiting to be formatted, the formatted lines, the file.
@@ -60,10 +86,23 @@ struct Output {
     path: Option<PathBuf>,
 }
 
+impl Output {
+    /// Queues a finished second's count for formatting. Without a file, nothing formats the queue until
+    /// the log is read, and only the newest `RECENT_LINES` lines are ever shown: past twice that, the
+    /// oldest half is dropped, so an unread log stays bounded (and the queue stops growing).
+    fn queue(&mut self, count: (u32, u64, u64)) {
+        if self.path.is_none() && self.pending.len() >= 2 * RECENT_LINES {
+            self.pending.drain(..RECENT_LINES);
+        }
+        self.pending.push(count);
+    }
+}
+
 #[derive(Debug, Default)]
 struct Shared {
     tallies: Arena<Tally>,
-    index: Mutex<FxHashMap<Key, u32>>,
+    groups: Arena<Group>,
+    index: Mutex<Index>,
     output: Mutex<Output>,
 }
 
@@ -134,7 +173,7 @@ impl BlockLog {
         let index = match LAST.with(Cell::get) {
             (log, last, index) if log == id && last == key => index,
             _ => {
-                let Some(index) = shared.index_of(key, block, origin) else {
+                let Some(index) = shared.index_of(key, block, origin, second) else {
                     return;
                 };
                 LAST.with(|l| l.set((id, key, index)));
@@ -144,21 +183,23 @@ impl BlockLog {
         let Some(tally) = shared.tallies.get(index) else {
             return;
         };
+        if let Some(group) = shared.groups.get(tally.group) {
+            group.total.fetch_add(u64::from(count), Ordering::Relaxed);
+            if let AddOutcome::Recycled { old_tag, old_value } =
+                cell::add(&group.sample, second as u32, count)
+            {
+                report_block(block, origin, old_tag, old_value);
+            }
+        }
         match cell::add(&tally.cell, second as u32, count) {
             AddOutcome::Added => {}
             AddOutcome::Recycled { old_tag, old_value } => {
                 if old_value > 0 {
-                    lock(&shared.output).pending.push((
-                        index,
-                        u64::from(old_tag),
-                        u64::from(old_value),
-                    ));
+                    lock(&shared.output).queue((index, u64::from(old_tag), u64::from(old_value)));
                 }
             }
             AddOutcome::Stale => {
-                lock(&shared.output)
-                    .pending
-                    .push((index, second, u64::from(count)));
+                lock(&shared.output).queue((index, second, u64::from(count)));
             }
         }
     }
@@ -168,18 +209,43 @@ impl BlockLog {
         self.shared.collect(now / 1000);
         lock(&self.shared.output).recent.iter().cloned().collect()
     }
+
+    /// Blocks since the log was created, per `(resource, kind)`, in the order first seen.
+    pub(crate) fn totals(&self) -> Vec<(Arc<str>, BlockKind, u64)> {
+        self.shared
+            .groups
+            .iter()
+            .map(|g| (g.resource.clone(), g.kind, g.total.load(Ordering::Relaxed)))
+            .collect()
+    }
+}
+
+/// The sampled block event: the first block of a second on a `(resource, kind)`, with the count of that
+/// group's previous second with blocks (`previous_second`, epoch seconds; 0 blocks on the first one).
+#[cold]
+fn report_block(block: &BlockError, origin: &str, previous_second: u32, previous_blocks: u32) {
+    tracing::info!(
+        target: "floodgate::block",
+        resource = block.resource(),
+        kind = %block.kind(),
+        rule = block.rule().and_then(|r| r.id()),
+        origin,
+        previous_second,
+        previous_blocks,
+        "requests blocked"
+    );
 }
 
 impl Shared {
     /// The tally index of `key`, created on first sight (allocates once per key); past `MAX_KEYS` keys,
     /// blocks count under one `__other__` key per kind.
     #[cold]
-    fn index_of(&self, key: Key, block: &BlockError, origin: &str) -> Option<u32> {
+    fn index_of(&self, key: Key, block: &BlockError, origin: &str, second: u64) -> Option<u32> {
         let mut index = lock(&self.index);
-        if let Some(i) = index.get(&key) {
+        if let Some(i) = index.keys.get(&key) {
             return Some(*i);
         }
-        let overflow = index.len() >= MAX_KEYS;
+        let overflow = index.keys.len() >= MAX_KEYS;
         let key = if overflow {
             Key {
                 resource: u32::MAX,
@@ -190,15 +256,33 @@ impl Shared {
         } else {
             key
         };
-        if let Some(i) = index.get(&key) {
+        if let Some(i) = index.keys.get(&key) {
             return Some(*i);
         }
+        let resource: Arc<str> = Arc::from(if overflow {
+            "__other__"
+        } else {
+            block.resource()
+        });
+        let group = match index.groups.get(&(key.resource, key.kind)) {
+            Some(g) => *g,
+            None => {
+                let g = self
+                    .groups
+                    .push(Group {
+                        resource: resource.clone(),
+                        kind: key.kind,
+                        total: AtomicU64::new(0),
+                        // The second before: the first block recycles the cell and reports.
+                        sample: AtomicU64::new(cell::pack((second as u32).wrapping_sub(1), 0)),
+                    })
+                    .ok()?;
+                index.groups.insert((key.resource, key.kind), g);
+                g
+            }
+        };
         let tally = Tally {
-            resource: Arc::from(if overflow {
-                "__other__"
-            } else {
-                block.resource()
-            }),
+            resource,
             kind: block.kind(),
             // Sentinel's AuthorityException reports the refused origin as its limitApp (the rule's
             // comma-separated list would break the line's fields).
@@ -216,9 +300,10 @@ impl Shared {
             },
             rule: key.rule,
             cell: AtomicU64::new(0),
+            group,
         };
         let i = self.tallies.push(tally).ok()?;
-        index.insert(key, i);
+        index.keys.insert(key, i);
         Some(i)
     }
 
@@ -333,6 +418,23 @@ crate::register_slot!("log", order::LOG, || Arc::new(LogSlot));
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unread_log_stays_bounded_and_keeps_the_newest_seconds() {
+        let log = BlockLog::new(None, Arc::new(crate::ManualClock::new(0)));
+        let block = BlockError::new(BlockKind::Flow, Arc::from("R"));
+        let t0 = 1_700_000_000_000u64;
+        for s in 0..5000u64 {
+            log.record(t0 + s * 1000, 0, &block, "", 2);
+        }
+        let pending = lock(&log.shared.output).pending.len();
+        assert!(pending <= 2 * RECENT_LINES, "{pending} queued");
+        let lines = log.lines(t0 + 5000 * 1000);
+        assert_eq!(lines.len(), RECENT_LINES);
+        assert!(lines[RECENT_LINES - 1].starts_with(&utc_datetime(t0 / 1000 + 4999)));
+        assert!(lines[0].starts_with(&utc_datetime(t0 / 1000 + 4000)));
+        assert_eq!(log.totals(), [(Arc::from("R"), BlockKind::Flow, 10_000)]);
+    }
 
     #[test]
     fn formats_utc() {

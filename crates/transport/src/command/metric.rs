@@ -69,6 +69,7 @@ pub(crate) fn metric(state: &CommandState, params: &Params) -> String {
                     success_qps: 0,
                     exception_qps: 0,
                     rt: 0,
+                    rt_sum: 0,
                     occupied_pass_qps: 0,
                     concurrency: 0,
                     classification: 0,

@@ -5,7 +5,7 @@
 //! once — unlike Sentinel, which decodes rule `data` a second time and turns `a+b` into `a b` (RM-02).
 //! Answers are plain text: 200 with the command's body, 400 with the error message (`Unknown command
 //! \`name\`` for unknown ones), 401 without the configured token, 413 for a body over the limit, 415 for a
-//! POST that is not a form.
+//! POST that is not a form. `metrics` answers the Prometheus text format (with its content type).
 
 mod info;
 mod metric;
@@ -25,6 +25,7 @@ use floodgate_core::Floodgate;
 
 use crate::host::HostInfo;
 use crate::metric_store::MetricStore;
+use crate::prometheus::{PROMETHEUS_CONTENT_TYPE, prometheus_text};
 use crate::rule_file::RuleFiles;
 
 /// What the command handlers share.
@@ -61,13 +62,14 @@ impl IntoResponse for CommandError {
     }
 }
 
+const TEXT: &str = "text/plain; charset=UTF-8";
+
 fn text(status: StatusCode, body: String) -> Response {
-    (
-        status,
-        [(header::CONTENT_TYPE, "text/plain; charset=UTF-8")],
-        body,
-    )
-        .into_response()
+    typed(status, TEXT, body)
+}
+
+fn typed(status: StatusCode, content_type: &'static str, body: String) -> Response {
+    (status, [(header::CONTENT_TYPE, content_type)], body).into_response()
 }
 
 /// The decoded parameters of one request.
@@ -153,11 +155,36 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
         "circuitBreakers",
         "get the state of every circuit breaker (Floodgate)",
     ),
+    (
+        "metrics",
+        "metrics in the Prometheus text format (Floodgate)",
+    ),
 ];
 
 /// The command router: every path is a command name.
 pub fn app(state: Arc<CommandState>) -> Router {
     Router::new().fallback(handle).with_state(state)
+}
+
+/// The Prometheus port's router: `/metrics` only (token rules as on the command port), 404 elsewhere.
+pub(crate) fn metrics_app(state: Arc<CommandState>) -> Router {
+    Router::new().fallback(metrics_only).with_state(state)
+}
+
+async fn metrics_only(
+    state: State<Arc<CommandState>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    if uri.path() != "/metrics" {
+        return text(
+            StatusCode::NOT_FOUND,
+            "only /metrics is served here".to_owned(),
+        );
+    }
+    handle(state, method, uri, headers, body).await
 }
 
 fn token_matches(expected: &str, given: &str) -> bool {
@@ -233,8 +260,16 @@ async fn handle(
         );
     }
     match run(&state, &command, &params).await {
-        Ok(body) => text(StatusCode::OK, body),
+        Ok(body) => typed(StatusCode::OK, content_type(&command), body),
         Err(e) => e.into_response(),
+    }
+}
+
+/// The content type of a command's answer.
+fn content_type(command: &str) -> &'static str {
+    match command {
+        "metrics" => PROMETHEUS_CONTENT_TYPE,
+        _ => TEXT,
     }
 }
 
@@ -260,6 +295,7 @@ async fn run(state: &CommandState, command: &str, params: &Params) -> Result<Str
         "setSwitch" => info::set_switch(state, params),
         "getClusterMode" => Ok(info::get_cluster_mode()),
         "circuitBreakers" => Ok(rules::circuit_breakers(state)),
+        "metrics" => Ok(prometheus_text(&state.fg, &state.metrics)),
         other => Err(CommandError::bad_request(format!(
             "Unknown command `{other}`"
         ))),

@@ -1,0 +1,265 @@
+//! `tracing` events: sampled block events, breaker transitions and rule loads, seen by a recording
+//! subscriber installed for the test's thread only.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use floodgate_core::{DegradeRule, Floodgate, FlowRule, ManualClock, RuleType};
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Level, Metadata, Subscriber};
+
+const T0: u64 = 1_700_000_000_000;
+
+/// One event: its target, level, message and fields as text.
+#[derive(Debug, Clone)]
+struct Seen {
+    target: String,
+    level: Level,
+    fields: BTreeMap<String, String>,
+}
+
+impl Seen {
+    fn field(&self, name: &str) -> &str {
+        self.fields.get(name).map_or("", String::as_str)
+    }
+}
+
+#[derive(Debug, Default)]
+struct Recorder {
+    events: Mutex<Vec<Seen>>,
+}
+
+struct Fields<'a>(&'a mut BTreeMap<String, String>);
+
+impl Visit for Fields<'_> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+}
+
+impl Subscriber for Recorder {
+    fn enabled(&self, _: &Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &Attributes<'_>) -> Id {
+        Id::from_u64(1)
+    }
+    fn record(&self, _: &Id, _: &Record<'_>) {}
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+    fn event(&self, event: &Event<'_>) {
+        let mut fields = BTreeMap::new();
+        event.record(&mut Fields(&mut fields));
+        self.events.lock().unwrap().push(Seen {
+            target: event.metadata().target().to_owned(),
+            level: *event.metadata().level(),
+            fields,
+        });
+    }
+    fn enter(&self, _: &Id) {}
+    fn exit(&self, _: &Id) {}
+}
+
+impl Recorder {
+    fn with_target(&self, target: &str) -> Vec<Seen> {
+        self.events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| e.target == target)
+            .cloned()
+            .collect()
+    }
+}
+
+/// Runs `f` with a recorder as this thread's subscriber and returns it.
+fn record(f: impl FnOnce()) -> Arc<Recorder> {
+    let recorder = Arc::new(Recorder::default());
+    tracing::subscriber::with_default(recorder.clone(), f);
+    recorder
+}
+
+fn engine() -> (ManualClock, Floodgate) {
+    let clock = ManualClock::new(T0);
+    (clock.clone(), Floodgate::builder().clock(clock).build())
+}
+
+#[test]
+fn a_flood_of_blocks_logs_one_event_per_second_per_resource_and_kind() {
+    let (clock, fg) = engine();
+    fg.load_flow_rules([FlowRule::new("R", 0.0), FlowRule::new("S", 0.0)])
+        .unwrap();
+    let origins: Vec<String> = (0..100).map(|i| format!("app{i}")).collect();
+    let recorder = record(|| {
+        // 10,000 blocks within one second, from 100 callers.
+        for i in 0..10_000u64 {
+            clock.set(T0 + i / 10);
+            assert!(
+                fg.entry("R")
+                    .origin(&origins[(i % 100) as usize])
+                    .enter()
+                    .is_err()
+            );
+        }
+        assert!(fg.entry("S").enter().is_err());
+        // The next second: 10,000 more.
+        for i in 0..10_000u64 {
+            clock.set(T0 + 1000 + i / 10);
+            assert!(fg.entry("R").enter().is_err());
+        }
+    });
+    let blocks = recorder.with_target("floodgate::block");
+    let on_r: Vec<&Seen> = blocks
+        .iter()
+        .filter(|e| e.field("resource") == "R")
+        .collect();
+    assert_eq!(on_r.len(), 2, "one per second: {on_r:?}");
+    assert_eq!(blocks.len(), 3, "R twice, S once: {blocks:?}");
+    let first = on_r[0];
+    assert_eq!(first.level, Level::INFO);
+    assert_eq!(first.field("message"), "requests blocked");
+    assert_eq!(first.field("kind"), "flow");
+    assert_eq!(first.field("origin"), "app0");
+    assert_eq!(first.field("previous_blocks"), "0");
+    let second = on_r[1];
+    assert_eq!(second.field("previous_blocks"), "10000");
+    assert_eq!(second.field("previous_second"), (T0 / 1000).to_string());
+    // The lifetime counters saw every block.
+    let mut counts = fg.block_counts();
+    counts.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        counts,
+        [
+            (Arc::from("R"), floodgate_core::BlockKind::Flow, 20_000),
+            (Arc::from("S"), floodgate_core::BlockKind::Flow, 1),
+        ]
+    );
+}
+
+#[test]
+fn block_counts_are_per_kind_and_count_acquired_permits() {
+    let (clock, fg) = engine();
+    fg.load_flow_rules([FlowRule::new("R", 2.0)]).unwrap();
+    fg.load_rules_json(
+        RuleType::Authority,
+        r#"[{"resource":"R","limitApp":"evil","strategy":1}]"#,
+    )
+    .unwrap();
+    for _ in 0..5 {
+        let _ = fg.entry("R").enter();
+    }
+    assert!(fg.entry("R").origin("evil").enter().is_err());
+    assert!(fg.entry("R").count(4).enter().is_err());
+    clock.advance(Duration::from_secs(1));
+    let mut counts = fg.block_counts();
+    counts.sort_by_key(|c| c.2);
+    assert_eq!(
+        counts,
+        [
+            (Arc::from("R"), floodgate_core::BlockKind::Authority, 1),
+            (Arc::from("R"), floodgate_core::BlockKind::Flow, 3 + 4),
+        ]
+    );
+    let node = fg.cluster_node("R").unwrap();
+    let blocked: u64 = counts.iter().map(|c| c.2).sum();
+    assert_eq!(node.block_request(), blocked, "the node counted as many");
+}
+
+#[test]
+fn breaker_transitions_warn_on_open_and_inform_otherwise() {
+    let (clock, fg) = engine();
+    fg.load_degrade_rules([DegradeRule::error_count("R", 0.0)
+        .time_window(10)
+        .min_request_amount(1)])
+        .unwrap();
+    let recorder = record(|| {
+        let entry = fg.entry("R").enter().unwrap();
+        entry.trace(&fmt::Error);
+        drop(entry);
+        assert!(fg.entry("R").enter().is_err(), "open");
+        clock.advance(Duration::from_secs(10));
+        drop(fg.entry("R").enter().unwrap()); // the probe succeeds
+    });
+    let events = recorder.with_target("floodgate::breaker");
+    let summary: Vec<(Level, &str, &str)> = events
+        .iter()
+        .map(|e| (e.level, e.field("from"), e.field("to")))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (Level::WARN, "CLOSED", "OPEN"),
+            (Level::INFO, "OPEN", "HALF_OPEN"),
+            (Level::INFO, "HALF_OPEN", "CLOSED"),
+        ]
+    );
+    assert_eq!(events[0].field("message"), "circuit breaker opened");
+    assert_eq!(events[0].field("resource"), "R");
+    assert_eq!(events[0].field("snapshot"), "1.0");
+    assert_eq!(events[0].field("grade"), "2");
+}
+
+#[test]
+fn rule_loads_inform_and_rejections_warn() {
+    let (_clock, fg) = engine();
+    let recorder = record(|| {
+        fg.load_rules_json(
+            RuleType::Flow,
+            r#"[{"resource":"A","count":1},{"resource":"B","count":2}]"#,
+        )
+        .unwrap();
+        fg.load_rules_json(RuleType::Flow, r#"[{"resource":"A","count":-1}]"#)
+            .unwrap_err();
+        fg.load_rules_json(RuleType::Flow, "not json").unwrap_err();
+        fg.load_degrade_rules([DegradeRule::error_count("A", 3.0).time_window(5)])
+            .unwrap();
+        fg.load_system_rules([]).unwrap();
+    });
+    let events = recorder.with_target("floodgate::rules");
+    let summary: Vec<(Level, &str, &str, &str)> = events
+        .iter()
+        .map(|e| {
+            (
+                e.level,
+                e.field("rule_type"),
+                e.field("count"),
+                e.field("message"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (Level::INFO, "flow", "2", "rules loaded"),
+            (
+                Level::WARN,
+                "flow",
+                "",
+                "rule list rejected; the rules in force stay"
+            ),
+            (
+                Level::WARN,
+                "flow",
+                "",
+                "rule list rejected; the rules in force stay"
+            ),
+            (Level::INFO, "degrade", "1", "rules loaded"),
+            (Level::INFO, "system", "0", "rules loaded"),
+        ]
+    );
+    assert_eq!(
+        events[1].field("error"),
+        "rule 0: `count` must be a finite number ≥ 0, got -1"
+    );
+    assert_eq!(
+        fg.rule_count(RuleType::Flow),
+        2,
+        "the rejected list changed nothing"
+    );
+}
