@@ -273,21 +273,17 @@ impl<'a> Args<'a> {
         Args::Heap(all.into_boxed_slice())
     }
 
-    /// The same arguments, owning their strings.
-    fn into_owned(self) -> Args<'static> {
+    /// The same arguments, owning their strings, boxed (no allocation without arguments).
+    fn into_owned_boxed(self) -> Box<[ParamValue<'static>]> {
         match self {
-            Args::Borrowed([]) => Args::EMPTY,
-            Args::Borrowed(values) => {
-                Args::Heap(values.iter().cloned().map(ParamValue::into_owned).collect())
-            }
-            Args::Heap(values) => Args::Heap(
-                values
-                    .into_vec()
-                    .into_iter()
-                    .map(ParamValue::into_owned)
-                    .collect(),
-            ),
-            Args::Inline(n, [a, b]) => Args::Inline(n, [a.into_owned(), b.into_owned()]),
+            Args::Borrowed(values) => values.iter().cloned().map(ParamValue::into_owned).collect(),
+            Args::Heap(values) => values
+                .into_vec()
+                .into_iter()
+                .map(ParamValue::into_owned)
+                .collect(),
+            Args::Inline(Inline::One, [a, _]) => Box::new([a.into_owned()]),
+            Args::Inline(Inline::Two, [a, b]) => Box::new([a.into_owned(), b.into_owned()]),
         }
     }
 
@@ -485,7 +481,8 @@ struct Detached {
     resource: u32,
     /// Interned origin id (`NONE`: no origin).
     origin: u32,
-    args: Args<'static>,
+    /// Owned arguments, out of line (an owned entry is moved around with its future: keep it small).
+    args: Box<[ParamValue<'static>]>,
     #[allow(clippy::box_collection)] // as in `Active`
     attachments: Option<Box<Vec<Attachment>>>,
     created_nanos: u64,
@@ -518,7 +515,7 @@ impl OwnedEntry {
             } else {
                 engine.inner.intern_origin(a.origin)
             },
-            args: a.args.into_owned(),
+            args: a.args.into_owned_boxed(),
             attachments: a.attachments,
             created_nanos: a.created_nanos,
             waited_nanos: a.waited_nanos,
@@ -585,7 +582,7 @@ impl Drop for OwnedEntry {
             } else {
                 engine.origin_str(d.origin)
             },
-            args: d.args,
+            args: Args::Heap(d.args),
             attachments: d.attachments,
             created_nanos: d.created_nanos,
             waited_nanos: d.waited_nanos,

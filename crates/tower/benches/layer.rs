@@ -1,5 +1,6 @@
 //! The layer's cost over a bare axum router, in process (no network): one request through
-//! `Router::call`, with and without `FloodgateLayer`.
+//! `Router::call` bare, with a do-nothing route layer (axum's own cost of any layer), and with
+//! `FloodgateLayer`.
 //!
 //! Run with `cargo bench -p floodgate-tower --features axum --bench layer`.
 
@@ -26,8 +27,16 @@ fn layer(c: &mut Criterion) {
         .unwrap();
     let bare = router();
     let guarded = router().route_layer(FloodgateLayer::new(Floodgate::default()));
+    // The same plumbing with a layer that does nothing: what any route layer costs in axum.
+    let noop = router().route_layer(tower::util::MapRequestLayer::new(
+        |request: Request<Body>| request,
+    ));
     let mut g = c.benchmark_group("axum_request");
-    for (name, app) in [("bare", bare), ("floodgate_layer", guarded)] {
+    for (name, app) in [
+        ("bare", bare),
+        ("noop_layer", noop),
+        ("floodgate_layer", guarded),
+    ] {
         g.bench_function(name, |b| {
             b.iter(|| {
                 let request = Request::get("/orders/42").body(Body::empty()).unwrap();

@@ -48,8 +48,8 @@ pin_project! {
     enum State<F, B> {
         Admitted {
             entry: Option<OwnedEntry>,
-            #[pin]
-            wait: Option<Sleep>,
+            // Boxed: waits are rare, and a timer inline would make every response future larger.
+            wait: Option<Pin<Box<Sleep>>>,
             #[pin]
             inner: F,
         },
@@ -70,7 +70,7 @@ impl<F, B> ResponseFuture<F, B> {
         ResponseFuture {
             state: State::Admitted {
                 entry: Some(entry),
-                wait: (sleeps && !wait.is_zero()).then(|| tokio::time::sleep(wait)),
+                wait: (sleeps && !wait.is_zero()).then(|| Box::pin(tokio::time::sleep(wait))),
                 inner,
             },
         }
@@ -97,16 +97,12 @@ where
                 Some(response) => Poll::Ready(Ok(response)),
                 None => Poll::Pending,
             },
-            StateProj::Admitted {
-                entry,
-                mut wait,
-                inner,
-            } => {
-                if let Some(sleep) = wait.as_mut().as_pin_mut() {
-                    if sleep.poll(cx).is_pending() {
+            StateProj::Admitted { entry, wait, inner } => {
+                if let Some(sleep) = wait.as_mut() {
+                    if sleep.as_mut().poll(cx).is_pending() {
                         return Poll::Pending;
                     }
-                    wait.set(None);
+                    *wait = None;
                 }
                 let output = std::task::ready!(inner.poll(cx));
                 if let Some(entry) = entry.take() {
