@@ -72,6 +72,26 @@ pub trait BlockRule: fmt::Debug + Send + Sync + 'static {
     fn as_any(&self) -> &dyn Any;
 }
 
+/// Implements [`BlockRule`] for a rule type with `id: Option<i64>` and `limit_app: String` fields.
+macro_rules! rule_with_id_and_limit_app {
+    ($rule:ty) => {
+        impl $crate::block::BlockRule for $rule {
+            fn id(&self) -> Option<i64> {
+                self.id
+            }
+
+            fn limit_app(&self) -> &str {
+                &self.limit_app
+            }
+
+            fn as_any(&self) -> &dyn std::any::Any {
+                self
+            }
+        }
+    };
+}
+pub(crate) use rule_with_id_and_limit_app;
+
 /// An entry was refused.
 #[derive(Clone)]
 pub struct BlockError {

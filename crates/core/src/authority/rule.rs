@@ -6,12 +6,9 @@
 //! origins it names; a black list (`strategy` 1) refuses the origins it names. An entry without an origin
 //! always passes.
 
-use std::any::Any;
-
 use serde_json::{Map, Value, json};
 
-use crate::block::BlockRule;
-use crate::rules::{RuleError, RuleFields, rule_head};
+use crate::rules::{RuleError, RuleFields, rule_head, whole_name_regex};
 
 /// Whether an authority rule's list admits or refuses the origins it names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -124,12 +121,7 @@ impl AuthorityRule {
             );
         }
         if self.regex {
-            if let Err(e) = regex::Regex::new(&format!("^(?:{})$", self.resource)) {
-                return err(
-                    "resource",
-                    format!("is not a valid regular expression: {e}"),
-                );
-            }
+            whole_name_regex(index, &self.resource)?;
         }
         Ok(())
     }
@@ -166,19 +158,7 @@ impl AuthorityRule {
     }
 }
 
-impl BlockRule for AuthorityRule {
-    fn id(&self) -> Option<i64> {
-        self.id
-    }
-
-    fn limit_app(&self) -> &str {
-        &self.limit_app
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
+crate::block::rule_with_id_and_limit_app!(AuthorityRule);
 
 #[cfg(test)]
 mod tests {

@@ -5,12 +5,9 @@
 //! `[0, 1]` (error ratio), or the error count (error count). [`DegradeGrade`] names them, and the loader
 //! validates `count` against the grade.
 
-use std::any::Any;
-
 use serde_json::{Map, Value, json};
 
-use crate::block::BlockRule;
-use crate::rules::{RuleError, RuleFields, rule_head};
+use crate::rules::{RuleError, RuleFields, rule_head, whole_name_regex};
 
 /// The resource name of a default rule: it applies to every resource without a degrade rule of its own.
 pub const DEFAULT_DEGRADE_RESOURCE: &str = "*";
@@ -203,12 +200,7 @@ impl DegradeRule {
             );
         }
         if self.regex {
-            if let Err(e) = regex::Regex::new(&format!("^(?:{})$", self.resource)) {
-                return err(
-                    "resource",
-                    format!("is not a valid regular expression: {e}"),
-                );
-            }
+            whole_name_regex(index, &self.resource)?;
         }
         Ok(())
     }
@@ -267,19 +259,7 @@ impl DegradeRule {
     }
 }
 
-impl BlockRule for DegradeRule {
-    fn id(&self) -> Option<i64> {
-        self.id
-    }
-
-    fn limit_app(&self) -> &str {
-        &self.limit_app
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
+crate::block::rule_with_id_and_limit_app!(DegradeRule);
 
 #[cfg(test)]
 mod tests {

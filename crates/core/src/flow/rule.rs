@@ -1,11 +1,8 @@
 //! `FlowRule`: Sentinel's flow rule, every field, default and JSON name.
 
-use std::any::Any;
-
 use serde_json::{Map, Value, json};
 
-use crate::block::BlockRule;
-use crate::rules::{RuleError, RuleFields, rule_head};
+use crate::rules::{RuleError, RuleFields, rule_head, whole_name_regex};
 
 /// What a flow rule counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -265,12 +262,7 @@ impl FlowRule {
             return err("warmUpPeriodSec", "must be > 0 for warm-up".into());
         }
         if self.regex {
-            if let Err(e) = regex::Regex::new(&format!("^(?:{})$", self.resource)) {
-                return err(
-                    "resource",
-                    format!("is not a valid regular expression: {e}"),
-                );
-            }
+            whole_name_regex(index, &self.resource)?;
             if self.cluster_mode || self.control_behavior != ControlBehavior::Reject {
                 return err("regex", "regex rules must be local reject rules".into());
             }
@@ -434,16 +426,4 @@ impl FlowRule {
     }
 }
 
-impl BlockRule for FlowRule {
-    fn id(&self) -> Option<i64> {
-        self.id
-    }
-
-    fn limit_app(&self) -> &str {
-        &self.limit_app
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
+crate::block::rule_with_id_and_limit_app!(FlowRule);

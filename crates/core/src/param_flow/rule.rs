@@ -7,14 +7,11 @@
 //! `java.lang.String` or blank for a string, any other Java class name as a string, like Sentinel), so
 //! the integer `42` and the string `"42"` are different items.
 
-use std::any::Any;
-
 use serde_json::{Map, Value, json};
 
-use crate::block::BlockRule;
 use crate::flow::{ControlBehavior, FlowGrade};
 use crate::param::{ParamValue, StoredValue};
-use crate::rules::{RuleError, RuleFields, rule_head};
+use crate::rules::{RuleError, RuleFields, rule_head, whole_name_regex};
 
 /// A value with its own threshold (Sentinel's `ParamFlowItem`).
 ///
@@ -330,12 +327,7 @@ impl ParamFlowRule {
             items.push((value, item.count));
         }
         if self.regex {
-            if let Err(e) = regex::Regex::new(&format!("^(?:{})$", self.resource)) {
-                return err(
-                    "resource",
-                    format!("is not a valid regular expression: {e}"),
-                );
-            }
+            whole_name_regex(index, &self.resource)?;
             if self.cluster_mode || self.control_behavior != ControlBehavior::Reject {
                 return err("regex", "regex rules must be local default rules".into());
             }
@@ -497,19 +489,7 @@ impl ParamFlowRule {
     }
 }
 
-impl BlockRule for ParamFlowRule {
-    fn id(&self) -> Option<i64> {
-        self.id
-    }
-
-    fn limit_app(&self) -> &str {
-        &self.limit_app
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
+crate::block::rule_with_id_and_limit_app!(ParamFlowRule);
 
 #[cfg(test)]
 mod tests {

@@ -1,20 +1,8 @@
 //! Entry and exit allocate nothing once a resource exists (a behaviour test with a counting allocator).
 
-use std::alloc::System;
-
 use floodgate_core::{EntryType, Floodgate, ManualClock};
-use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
 
-#[global_allocator]
-static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
-
-/// The counting allocator is process-wide: tests in this binary take turns so that one test's set-up
-/// does not count in another's measurement.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-#[test]
 fn entry_and_exit_allocate_nothing() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let clock = ManualClock::new(1_700_000_000_000);
     let fg = Floodgate::builder().clock(clock.clone()).build();
     // Warm up: creates the resource, its nodes, the origin node, the context, thread-locals, and the
@@ -26,33 +14,30 @@ fn entry_and_exit_allocate_nothing() {
         drop(fg.entry("R").origin("appB").enter().unwrap());
     }
     let handle = fg.resource("R").unwrap();
-    let region = Region::new(GLOBAL);
-    for i in 0..10_000u64 {
-        clock.set(1_700_000_003_000 + i / 10);
-        drop(fg.entry("R").enter().unwrap());
-        drop(
-            fg.entry("R")
-                .origin("appB")
-                .entry_type(EntryType::In)
-                .enter()
-                .unwrap(),
-        );
-        drop(handle.entry().count(2).enter().unwrap());
-        let outer = fg.entry("R").enter().unwrap();
-        drop(fg.entry("R").enter().unwrap());
-        drop(outer);
-    }
-    let stats = region.change();
+    let stats = allocation_counter::measure(|| {
+        for i in 0..10_000u64 {
+            clock.set(1_700_000_003_000 + i / 10);
+            drop(fg.entry("R").enter().unwrap());
+            drop(
+                fg.entry("R")
+                    .origin("appB")
+                    .entry_type(EntryType::In)
+                    .enter()
+                    .unwrap(),
+            );
+            drop(handle.entry().count(2).enter().unwrap());
+            let outer = fg.entry("R").enter().unwrap();
+            drop(fg.entry("R").enter().unwrap());
+            drop(outer);
+        }
+    });
     assert_eq!(
-        stats.allocations, 0,
+        stats.count_total, 0,
         "allocations during 50,000 entries: {stats:?}"
     );
-    assert_eq!(stats.reallocations, 0);
 }
 
-#[test]
 fn flow_checks_and_rejections_allocate_nothing() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     use floodgate_core::RuleType;
     let clock = ManualClock::new(1_700_000_000_000);
     let fg = Floodgate::builder().clock(clock.clone()).build();
@@ -76,24 +61,22 @@ fn flow_checks_and_rejections_allocate_nothing() {
         }
         assert!(fg.entry("blocked").enter().is_err());
     }
-    let region = Region::new(GLOBAL);
-    for i in 0..5_000u64 {
-        clock.set(1_700_000_003_000 + i / 10);
-        for name in names {
-            drop(fg.entry(name).enter().unwrap());
+    let stats = allocation_counter::measure(|| {
+        for i in 0..5_000u64 {
+            clock.set(1_700_000_003_000 + i / 10);
+            for name in names {
+                drop(fg.entry(name).enter().unwrap());
+            }
+            let block = fg.entry("blocked").enter().unwrap_err();
+            drop(block);
         }
-        let block = fg.entry("blocked").enter().unwrap_err();
-        drop(block);
-    }
-    let stats = region.change();
-    assert_eq!(stats.allocations, 0, "{stats:?}");
+    });
+    assert_eq!(stats.count_total, 0, "{stats:?}");
 }
 
-#[test]
 fn closed_circuit_breakers_allocate_nothing() {
     use floodgate_core::DegradeRule;
 
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let clock = ManualClock::new(1_700_000_000_000);
     let fg = Floodgate::builder().clock(clock.clone()).build();
     fg.load_degrade_rules([
@@ -107,15 +90,15 @@ fn closed_circuit_breakers_allocate_nothing() {
         drop(fg.entry("R").enter().unwrap());
         drop(fg.entry("S").enter().unwrap());
     }
-    let region = Region::new(GLOBAL);
-    for i in 0..10_000u64 {
-        clock.set(1_700_000_003_000 + i / 10);
-        drop(fg.entry("R").enter().unwrap());
-        drop(fg.entry("S").enter().unwrap());
-    }
-    let stats = region.change();
+    let stats = allocation_counter::measure(|| {
+        for i in 0..10_000u64 {
+            clock.set(1_700_000_003_000 + i / 10);
+            drop(fg.entry("R").enter().unwrap());
+            drop(fg.entry("S").enter().unwrap());
+        }
+    });
     assert_eq!(
-        stats.allocations, 0,
+        stats.count_total, 0,
         "allocations during 20,000 entries: {stats:?}"
     );
 }
@@ -143,12 +126,10 @@ impl tracing::Subscriber for CountingSubscriber {
     fn exit(&self, _: &tracing::span::Id) {}
 }
 
-#[test]
 fn sampled_block_events_allocate_nothing() {
     use floodgate_core::{FlowRule, RuleType};
     use std::sync::Arc;
 
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let clock = ManualClock::new(1_700_000_000_000);
     let fg = Floodgate::builder().clock(clock.clone()).build();
     fg.load_flow_rules([FlowRule::new("blocked", 0.0)]).unwrap();
@@ -162,17 +143,30 @@ fn sampled_block_events_allocate_nothing() {
             assert!(fg.entry("blocked").origin("appA").enter().is_err());
         }
         let before = subscriber.events.load(std::sync::atomic::Ordering::Relaxed);
-        let region = Region::new(GLOBAL);
-        // 10,000 blocks over 1,000 seconds: one event per second.
-        for i in 0..10_000u64 {
-            clock.set(1_700_003_000_000 + i * 100);
-            drop(fg.entry("blocked").origin("appA").enter().unwrap_err());
-        }
-        let stats = region.change();
-        assert_eq!(stats.allocations, 0, "{stats:?}");
-        assert_eq!(stats.reallocations, 0, "{stats:?}");
+        let stats = allocation_counter::measure(|| {
+            // 10,000 blocks over 1,000 seconds: one event per second.
+            for i in 0..10_000u64 {
+                clock.set(1_700_003_000_000 + i * 100);
+                drop(fg.entry("blocked").origin("appA").enter().unwrap_err());
+            }
+        });
+        assert_eq!(stats.count_total, 0, "{stats:?}");
         let events = subscriber.events.load(std::sync::atomic::Ordering::Relaxed) - before;
         assert_eq!(events, 1000, "one block event per second");
     });
     assert_eq!(fg.rule_count(RuleType::Flow), 1);
+}
+
+/// One test measuring one case after the other (allocations are counted on the measuring thread).
+#[test]
+fn allocations() {
+    // The counter sees this thread's allocations (so a zero below means something).
+    let seen = allocation_counter::measure(|| {
+        std::hint::black_box(vec![1u8; 64]);
+    });
+    assert!(seen.count_total >= 1);
+    entry_and_exit_allocate_nothing();
+    flow_checks_and_rejections_allocate_nothing();
+    closed_circuit_breakers_allocate_nothing();
+    sampled_block_events_allocate_nothing();
 }

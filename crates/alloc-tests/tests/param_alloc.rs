@@ -3,23 +3,11 @@
 //! values in place (a behaviour test with a counting allocator). The allocator counts every thread, so
 //! the tests of this binary take turns.
 
-use std::alloc::System;
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use floodgate_core::{Floodgate, ManualClock, ParamValue, RuleType};
-use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
-
-#[global_allocator]
-static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
 const T0: u64 = 1_700_000_000_000;
-
-static TURN: Mutex<()> = Mutex::new(());
-
-fn my_turn() -> MutexGuard<'static, ()> {
-    TURN.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 fn keys() -> (Vec<i64>, Vec<String>) {
     let ints = (0..1000).collect();
@@ -45,9 +33,7 @@ fn round(fg: &Floodgate, ints: &[i64], strings: &[String]) {
     }
 }
 
-#[test]
 fn guarded_calls_with_known_values_allocate_nothing() {
-    let _turn = my_turn();
     let clock = ManualClock::new(T0);
     let fg = Floodgate::builder().clock(clock.clone()).build();
     fg.load_rules_json(
@@ -65,22 +51,19 @@ fn guarded_calls_with_known_values_allocate_nothing() {
         clock.set(T0 + step * 1001);
         round(&fg, &ints, &strings);
     }
-    let region = Region::new(GLOBAL);
-    for step in 0..5 {
-        clock.set(T0 + 4004 + step * 250);
-        round(&fg, &ints, &strings);
-    }
-    let stats = region.change();
+    let stats = allocation_counter::measure(|| {
+        for step in 0..5 {
+            clock.set(T0 + 4004 + step * 250);
+            round(&fg, &ints, &strings);
+        }
+    });
     assert_eq!(
-        stats.allocations, 0,
+        stats.count_total, 0,
         "allocations during 35,000 guarded calls: {stats:?}"
     );
-    assert_eq!(stats.reallocations, 0);
 }
 
-#[test]
 fn blocks_naming_the_value_allocate_nothing() {
-    let _turn = my_turn();
     let clock = ManualClock::new(T0);
     let fg = Floodgate::builder().clock(clock.clone()).build();
     fg.load_rules_json(
@@ -97,27 +80,25 @@ fn blocks_naming_the_value_allocate_nothing() {
             drop(fg.entry("B").args([s.as_str()]).enter());
         }
     }
-    let region = Region::new(GLOBAL);
     let mut named = 0;
-    for _ in 0..5 {
-        for (i, s) in ints.iter().zip(&strings) {
-            let block = fg.entry("B").args([*i]).enter().unwrap_err();
-            named += usize::from(block.param() == Some(ParamValue::Int(*i)));
-            let block = fg.entry("B").args([s.as_str()]).enter().unwrap_err();
-            named += usize::from(block.param().is_some());
+    let stats = allocation_counter::measure(|| {
+        for _ in 0..5 {
+            for (i, s) in ints.iter().zip(&strings) {
+                let block = fg.entry("B").args([*i]).enter().unwrap_err();
+                named += usize::from(block.param() == Some(ParamValue::Int(*i)));
+                let block = fg.entry("B").args([s.as_str()]).enter().unwrap_err();
+                named += usize::from(block.param().is_some());
+            }
         }
-    }
-    let stats = region.change();
+    });
     assert_eq!(named, 10_000);
     assert_eq!(
-        stats.allocations, 0,
+        stats.count_total, 0,
         "allocations during 10,000 blocks: {stats:?}"
     );
 }
 
-#[test]
 fn a_flood_of_new_values_replaces_settled_ones_in_place() {
-    let _turn = my_turn();
     let clock = ManualClock::new(T0);
     let fg = Floodgate::builder()
         .clock(clock.clone())
@@ -144,12 +125,12 @@ fn a_flood_of_new_values_replaces_settled_ones_in_place() {
         clock.advance(Duration::from_millis(1001));
     }
     let before = fg.param_flow_status()[0].clone();
-    let region = Region::new(GLOBAL);
-    for _ in 0..20 {
-        flood(&fg, 100);
-        clock.advance(Duration::from_millis(1001));
-    }
-    let stats = region.change();
+    let stats = allocation_counter::measure(|| {
+        for _ in 0..20 {
+            flood(&fg, 100);
+            clock.advance(Duration::from_millis(1001));
+        }
+    });
     let after = &fg.param_flow_status()[0];
     assert_eq!(after.values, 64);
     assert_eq!(
@@ -159,7 +140,15 @@ fn a_flood_of_new_values_replaces_settled_ones_in_place() {
     );
     assert_eq!(after.overflows - before.overflows, 20 * (200 - 64));
     assert_eq!(
-        stats.allocations, 0,
+        stats.count_total, 0,
         "allocations while 2,560 values were evicted: {stats:?}"
     );
+}
+
+/// One test measuring one case after the other (allocations are counted on the measuring thread).
+#[test]
+fn allocations() {
+    guarded_calls_with_known_values_allocate_nothing();
+    blocks_naming_the_value_allocate_nothing();
+    a_flood_of_new_values_replaces_settled_ones_in_place();
 }

@@ -1,13 +1,7 @@
 //! Admitting and refusing entries under authority and system rules allocates nothing once the resource
 //! exists (a behaviour test with a counting allocator; one test per binary, as the count is global).
 
-use std::alloc::System;
-
 use floodgate_core::{AuthorityRule, EntryType, Floodgate, ManualClock, ManualProbe, SystemRule};
-use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
-
-#[global_allocator]
-static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
 #[test]
 fn authority_and_system_checks_allocate_nothing() {
@@ -40,18 +34,17 @@ fn authority_and_system_checks_allocate_nothing() {
     }
     probe.set_cpu_usage(Some(0.5));
     attempt("web");
-    let region = Region::new(GLOBAL);
-    for _ in 0..5_000 {
-        attempt("web"); // passes every check
-        attempt("batch"); // refused by the white list
-    }
-    probe.set_cpu_usage(Some(0.9));
-    for _ in 0..5_000 {
-        attempt("web"); // refused by the CPU threshold
-    }
-    let stats = region.change();
-    assert_eq!(stats.allocations, 0, "{stats:?}");
-    assert_eq!(stats.reallocations, 0);
+    let stats = allocation_counter::measure(|| {
+        for _ in 0..5_000 {
+            attempt("web"); // passes every check
+            attempt("batch"); // refused by the white list
+        }
+        probe.set_cpu_usage(Some(0.9));
+        for _ in 0..5_000 {
+            attempt("web"); // refused by the CPU threshold
+        }
+    });
+    assert_eq!(stats.count_total, 0, "{stats:?}");
     let node = fg.inbound_node();
     assert_eq!((node.pass_qps(), node.block_qps()), (5_001.0, 10_002.0));
 }
