@@ -159,7 +159,14 @@ fn has_frame(engine: u64) -> bool {
     STATE.with(|s| s.contexts.get()) > 0 && context_frame(engine).is_some()
 }
 
-/// A named context with an origin (see the [module docs](self)).
+/// A named context with an origin (Sentinel's `ContextUtil.enter`).
+///
+/// Every entry belongs to a context; without one it runs in the default context
+/// (`sentinel_default_context`). [`run`](Self::run) enters the context for the duration of a closure on this
+/// thread (entering while a context of the same engine is active keeps the outer one, as in Sentinel), and
+/// entries started inside become children of the thread's current entry, forming the call tree. For async
+/// code, [`entry`](Self::entry) starts entries in the context explicitly and
+/// [`Entry::child`](crate::Entry::child) nests an entry under another, wherever they run.
 #[derive(Debug, Clone)]
 pub struct ContextBuilder<'a> {
     engine: &'a Inner,
