@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::rules::{RuleError, RuleFields, rule_head, whole_name_regex};
+use crate::rules::{RuleError, RuleFields, check_rule_head, rule_head, whole_name_regex};
 
 /// The resource name of a default rule: it applies to every resource without a degrade rule of its own.
 pub const DEFAULT_DEGRADE_RESOURCE: &str = "*";
@@ -161,18 +161,7 @@ impl DegradeRule {
     /// Checks the rule; `index` is its position in the list being loaded.
     pub(crate) fn validate(&self, index: usize) -> Result<(), RuleError> {
         let err = |field: &str, reason: String| Err(RuleError::invalid(index, field, reason));
-        if self.resource.trim().is_empty() {
-            return err("resource", "must not be blank".into());
-        }
-        if self.limit_app.trim().is_empty() {
-            return err("limitApp", "must not be blank".into());
-        }
-        if !self.count.is_finite() || self.count < 0.0 {
-            return err(
-                "count",
-                format!("must be a finite number ≥ 0, got {}", self.count),
-            );
-        }
+        check_rule_head(index, &self.resource, &self.limit_app, self.count)?;
         if self.grade == DegradeGrade::ErrorRatio && self.count > 1.0 {
             return err(
                 "count",

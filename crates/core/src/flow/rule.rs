@@ -2,7 +2,10 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::rules::{RuleError, RuleFields, rule_head, whole_name_regex};
+use crate::rules::{
+    ClusterFields, RuleError, RuleFields, check_cluster_fields, check_rule_head, rule_head,
+    whole_name_regex,
+};
 
 /// What a flow rule counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -225,18 +228,7 @@ impl FlowRule {
     /// Checks the rule; `index` is its position in the list being loaded.
     pub(crate) fn validate(&self, index: usize) -> Result<(), RuleError> {
         let err = |field: &str, reason: String| Err(RuleError::invalid(index, field, reason));
-        if self.resource.trim().is_empty() {
-            return err("resource", "must not be blank".into());
-        }
-        if !self.count.is_finite() || self.count < 0.0 {
-            return err(
-                "count",
-                format!("must be a finite number ≥ 0, got {}", self.count),
-            );
-        }
-        if self.limit_app.trim().is_empty() {
-            return err("limitApp", "must not be blank".into());
-        }
+        check_rule_head(index, &self.resource, &self.limit_app, self.count)?;
         if self.strategy != FlowStrategy::Direct
             && self
                 .ref_resource
@@ -271,34 +263,19 @@ impl FlowRule {
             let Some(c) = &self.cluster_config else {
                 return err("clusterConfig", "is required in cluster mode".into());
             };
-            if c.flow_id <= 0 {
-                return err(
-                    "clusterConfig.flowId",
-                    format!("must be > 0, got {}", c.flow_id),
-                );
-            }
-            if !(0..=1).contains(&c.threshold_type) {
-                return err(
-                    "clusterConfig.thresholdType",
-                    format!("must be 0 or 1, got {}", c.threshold_type),
-                );
-            }
+            check_cluster_fields(
+                index,
+                ClusterFields {
+                    flow_id: c.flow_id,
+                    threshold_type: c.threshold_type,
+                    sample_count: c.sample_count,
+                    window_interval_ms: c.window_interval_ms,
+                },
+            )?;
             if c.strategy != 0 {
                 return err(
                     "clusterConfig.strategy",
                     format!("must be 0, got {}", c.strategy),
-                );
-            }
-            if c.sample_count <= 0
-                || c.window_interval_ms <= 0
-                || c.window_interval_ms % c.sample_count != 0
-            {
-                return err(
-                    "clusterConfig.windowIntervalMs",
-                    format!(
-                        "must be positive and divisible by sampleCount ({} / {})",
-                        c.window_interval_ms, c.sample_count
-                    ),
                 );
             }
         }
