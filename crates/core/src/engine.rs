@@ -17,7 +17,7 @@ use crate::degrade::{BreakerStateChange, BreakerStatus, DegradeRule, DegradeRule
 use crate::entry::EntryBuilder;
 use crate::entry_type::ResourceType;
 use crate::error_filter::ErrorFilter;
-use crate::flow::{DEFAULT_COLD_FACTOR, FlowRule, FlowRules, FlowStatus};
+use crate::flow::{DEFAULT_COLD_FACTOR, FlowRule, FlowRules, FlowStatus, ResourceRules};
 use crate::name_index::NameIndex;
 use crate::node::{
     CallTree, ClusterNode, DefaultNode, EntranceNode, MetricLine, NodeSnapshot, NodeView,
@@ -53,6 +53,8 @@ pub(crate) struct Resource {
     pub(crate) default_node: u32,
     context_nodes: ArcSwapOption<FxHashMap<u32, u32>>,
     resource_type: AtomicU8,
+    /// The flow rules that apply to this resource, resolved when it is created and on every flow load.
+    pub(crate) flow_rules: ArcSwapOption<ResourceRules>,
 }
 
 impl Resource {
@@ -213,10 +215,24 @@ impl Inner {
             default_node,
             context_nodes: ArcSwapOption::empty(),
             resource_type: AtomicU8::new(ResourceType::Common as u8),
+            flow_rules: ArcSwapOption::new(self.flow.snapshot().resolve(&name)),
         };
         let id = self.resources.push(resource).ok()?;
         self.resource_index.insert_locked(name, id);
         self.resources.get(id)
+    }
+
+    /// Puts flow rules in force and hands every resource its own rules. Resolving runs under the
+    /// creation lock, from the snapshot in force then: a resource created meanwhile resolved its rules
+    /// from that snapshot or is resolved here, so no resource keeps the rules of an older load.
+    fn load_flow(&self, rules: Vec<FlowRule>) -> Result<(), RuleError> {
+        self.flow.load(rules)?;
+        let _guard = self.lock();
+        let snapshot = self.flow.snapshot();
+        for resource in self.resources.iter() {
+            resource.flow_rules.store(snapshot.resolve(&resource.name));
+        }
+        Ok(())
     }
 
     /// Whether any rule names `resource` (such a resource is checked even past the resource cap).
@@ -512,7 +528,7 @@ impl Floodgate {
                     .enumerate()
                     .map(|(i, m)| FlowRule::from_fields(RuleFields::new(i, m)))
                     .collect::<Result<Vec<_>, _>>()?;
-                self.inner.flow.load(rules)
+                self.inner.load_flow(rules)
             }
             RuleType::Degrade => {
                 let rules = items
@@ -630,7 +646,7 @@ impl Floodgate {
         &self,
         rules: impl IntoIterator<Item = FlowRule>,
     ) -> Result<(), RuleError> {
-        let result = self.inner.flow.load(rules.into_iter().collect());
+        let result = self.inner.load_flow(rules.into_iter().collect());
         self.report_load(RuleType::Flow, result)
     }
 

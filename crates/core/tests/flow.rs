@@ -357,6 +357,57 @@ fn regex_rules_match_resource_names() {
 }
 
 #[test]
+fn rules_reach_resources_entered_before_and_after_a_load() {
+    // Each resource keeps its own resolved rules; a load must re-resolve the ones already entered.
+    let (_clock, fg) = engine();
+    assert_eq!(burst(&fg, "old", 3), 3, "no rule yet");
+    assert_eq!(burst(&fg, "GET:/api/old", 3), 3);
+    load(
+        &fg,
+        r#"[{"resource":"old","count":1},{"resource":"new","count":2},{"resource":"GET:/api/.*","count":1,"regex":true}]"#,
+    );
+    assert_eq!(burst(&fg, "old", 3), 0, "3 passes already in the window");
+    assert_eq!(burst(&fg, "new", 3), 2, "created after the load");
+    assert_eq!(burst(&fg, "GET:/api/old", 3), 0, "regex, entered before");
+    assert_eq!(burst(&fg, "GET:/api/new", 3), 1, "regex, entered after");
+
+    // A load that drops a resource's rules frees it; one that changes them applies at once.
+    load(&fg, r#"[{"resource":"new","count":100}]"#);
+    assert_eq!(burst(&fg, "old", 3), 3);
+    assert_eq!(burst(&fg, "GET:/api/old", 3), 3);
+    assert_eq!(burst(&fg, "new", 3), 3);
+    load(&fg, "[]");
+    assert_eq!(fg.rule_count(RuleType::Flow), 0);
+    assert_eq!(burst(&fg, "new", 200), 200);
+}
+
+#[test]
+fn a_load_racing_resource_creation_reaches_every_resource() {
+    // Resources created on other threads while rules are loaded must all end up limited: no resource
+    // may keep the (empty) rules it resolved before the load.
+    for _round in 0..20 {
+        let (_clock, fg) = engine();
+        std::thread::scope(|s| {
+            for t in 0..2 {
+                let fg = &fg;
+                s.spawn(move || {
+                    for i in 0..200 {
+                        drop(fg.entry(&format!("r-{t}-{i}")).count(0).enter());
+                    }
+                });
+            }
+            s.spawn(|| load(&fg, r#"[{"resource":"r-.*","count":0,"regex":true}]"#));
+        });
+        for t in 0..2 {
+            for i in 0..200 {
+                let name = format!("r-{t}-{i}");
+                assert!(fg.entry(&name).enter().is_err(), "{name} escaped the load");
+            }
+        }
+    }
+}
+
+#[test]
 fn a_ruled_resource_past_the_cap_is_still_checked() {
     let clock = ManualClock::new(T0);
     let fg = Floodgate::builder().clock(clock).max_resources(1).build();

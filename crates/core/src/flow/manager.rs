@@ -1,16 +1,15 @@
 //! The flow rules in force: an immutable snapshot behind an atomic pointer, rebuilt on load.
 //!
-//! Readers (every entry) load the snapshot without a lock and look the resource up by name. A load
+//! Each resource's rules (exact and regex) are resolved once per load and kept on the resource, so an
+//! entry reads its own rules with one lock-free load and never looks them up by name. A load
 //! validates the whole list first (any invalid rule rejects it and changes nothing), then builds a new
 //! snapshot in which every rule equal to one already in force keeps that rule's controller, so its
 //! warm-up tokens and pacing survive the reload (Sentinel resets them all: FL-08). Loading the list in
 //! force is a no-op.
 
-use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use arc_swap::ArcSwap;
 use regex::Regex;
 use rustc_hash::FxHashMap;
 
@@ -111,10 +110,32 @@ impl FlowRuleState {
     }
 }
 
+/// Which callers a rule limits: its `limitApp`, classified once when the rule is loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LimitApp {
+    /// `default`: every caller, read from the resource's cluster node.
+    Default,
+    /// `other`: callers no other rule of the resource names.
+    Other,
+    /// One named caller.
+    Specific,
+}
+
+impl LimitApp {
+    fn of(limit_app: &str) -> Self {
+        match limit_app {
+            "default" => LimitApp::Default,
+            "other" => LimitApp::Other,
+            _ => LimitApp::Specific,
+        }
+    }
+}
+
 /// A rule in force and its controller.
 #[derive(Debug)]
 pub(crate) struct FlowRuleState {
     pub(crate) rule: Arc<FlowRule>,
+    pub(crate) limit_app: LimitApp,
     pub(crate) controller: Controller,
 }
 
@@ -129,17 +150,11 @@ pub(crate) struct ResourceRules {
 impl ResourceRules {
     fn new(mut rules: Vec<Arc<FlowRuleState>>) -> Self {
         // Sentinel's order: local before cluster, specific callers before `default`/`other`.
-        rules.sort_by_key(|s| {
-            (
-                s.rule.cluster_mode,
-                matches!(s.rule.limit_app.as_str(), "default" | "other"),
-            )
-        });
+        rules.sort_by_key(|s| (s.rule.cluster_mode, s.limit_app != LimitApp::Specific));
         let mut named: Vec<Box<str>> = rules
             .iter()
-            .map(|s| s.rule.limit_app.as_str())
-            .filter(|a| !matches!(*a, "default" | "other"))
-            .map(Box::from)
+            .filter(|s| s.limit_app == LimitApp::Specific)
+            .map(|s| Box::from(s.rule.limit_app.as_str()))
             .collect();
         named.sort();
         named.dedup();
@@ -159,60 +174,28 @@ impl ResourceRules {
 #[derive(Debug, Default)]
 pub(crate) struct FlowSnapshot {
     in_order: Vec<Arc<FlowRuleState>>,
-    exact: FxHashMap<Box<str>, ResourceRules>,
+    exact: FxHashMap<Box<str>, Arc<ResourceRules>>,
     regex: Vec<(Regex, Arc<FlowRuleState>)>,
-    /// Resource name → exact and regex rules, filled on first sight of a name (regex rules only).
-    matched: ArcSwap<FxHashMap<Box<str>, Arc<ResourceRules>>>,
-    matched_lock: Mutex<()>,
-}
-
-/// The rules found for a resource.
-#[derive(Debug)]
-pub(crate) enum Found<'a> {
-    Exact(&'a ResourceRules),
-    Matched(Arc<ResourceRules>),
-}
-
-impl Deref for Found<'_> {
-    type Target = ResourceRules;
-
-    fn deref(&self) -> &ResourceRules {
-        match self {
-            Found::Exact(r) => r,
-            Found::Matched(r) => r,
-        }
-    }
 }
 
 impl FlowSnapshot {
-    /// The rules that apply to `resource`.
-    #[inline]
-    pub(crate) fn rules_for(&self, resource: &str) -> Option<Found<'_>> {
-        if self.regex.is_empty() {
-            return self.exact.get(resource).map(Found::Exact);
+    /// The rules that apply to `resource` (exact and regex), resolved once per resource and load: the
+    /// engine keeps the result on the resource, so an entry never looks its rules up by name.
+    pub(crate) fn resolve(&self, resource: &str) -> Option<Arc<ResourceRules>> {
+        let exact = self.exact.get(resource);
+        let mut matched = self
+            .regex
+            .iter()
+            .filter(|(re, _)| re.is_match(resource))
+            .map(|(_, s)| s.clone())
+            .peekable();
+        if matched.peek().is_none() {
+            return exact.cloned();
         }
-        if let Some(found) = self.matched.load().get(resource) {
-            return (!found.rules.is_empty()).then(|| Found::Matched(found.clone()));
-        }
-        let mut rules: Vec<Arc<FlowRuleState>> = self
-            .exact
-            .get(resource)
-            .map(|r| r.rules.to_vec())
-            .unwrap_or_default();
-        rules.extend(
-            self.regex
-                .iter()
-                .filter(|(re, _)| re.is_match(resource))
-                .map(|(_, s)| s.clone()),
-        );
-        let found = Arc::new(ResourceRules::new(rules));
-        {
-            let _guard = self.matched_lock.lock().unwrap_or_else(|e| e.into_inner());
-            let mut next = (**self.matched.load()).clone();
-            next.insert(Box::from(resource), found.clone());
-            self.matched.store(Arc::new(next));
-        }
-        (!found.rules.is_empty()).then_some(Found::Matched(found))
+        let mut rules: Vec<Arc<FlowRuleState>> =
+            exact.map(|r| r.rules.to_vec()).unwrap_or_default();
+        rules.extend(matched);
+        Some(Arc::new(ResourceRules::new(rules)))
     }
 
     /// Whether some rule names `resource` (exactly or by regex).
@@ -276,6 +259,7 @@ impl FlowRules {
             |s, r| *s.rule == *r,
             |rule| FlowRuleState {
                 controller: Controller::new(&rule, self.cold_factor),
+                limit_app: LimitApp::of(&rule.limit_app),
                 rule: Arc::new(rule),
             },
         );
@@ -298,11 +282,9 @@ impl FlowRules {
                 in_order,
                 exact: exact
                     .into_iter()
-                    .map(|(k, v)| (k, ResourceRules::new(v)))
+                    .map(|(k, v)| (k, Arc::new(ResourceRules::new(v))))
                     .collect(),
                 regex,
-                matched: ArcSwap::default(),
-                matched_lock: Mutex::new(()),
             }),
             in_force,
         );

@@ -1,5 +1,8 @@
 //! FlowSlot (−2000): every flow rule of the resource must pass.
 //!
+//! The rules come resolved with the resource (exact and regex, in check order: one lock-free load, no
+//! lookup by name), and a `limitApp` is classified when its rule is loaded.
+//!
 //! For each rule the slot picks the node whose statistics the rule reads (Sentinel's
 //! `selectNodeByRequesterAndStrategy`), with the caller's origin:
 //!
@@ -17,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::decision::Decision;
-use super::manager::{Controller, FlowRuleState, ResourceRules};
+use super::manager::{Controller, FlowRuleState, LimitApp, ResourceRules};
 use super::rule::{FlowGrade, FlowStrategy};
 use crate::block::{BlockError, BlockKind, BlockRule};
 use crate::node::StatisticNode;
@@ -34,12 +37,12 @@ impl Slot for FlowSlot {
         if !cx.engine.flow.in_force() {
             return Ok(());
         }
-        let snapshot = cx.engine.flow.snapshot();
-        let Some(found) = snapshot.rules_for(cx.resource()) else {
+        let rules = cx.resource.flow_rules.load();
+        let Some(rules) = rules.as_deref() else {
             return Ok(());
         };
-        for state in found.rules.iter() {
-            check(cx, state, &found)?;
+        for state in rules.rules.iter() {
+            check(cx, state, rules)?;
         }
         Ok(())
     }
@@ -83,7 +86,7 @@ fn check(
         Controller::Reject(c) => {
             let used = match rule.grade {
                 FlowGrade::Thread => node.cur_thread_num() as f64,
-                FlowGrade::Qps => node.pass_qps_floor(now) as f64,
+                FlowGrade::Qps => node.pass_qps_floor(cx.at) as f64,
             };
             if c.can_pass(used, acquire) {
                 Decision::PASS_NOW
@@ -132,38 +135,29 @@ fn check(
 }
 
 /// The node a rule reads for this entry, or `None` when the rule does not apply.
+#[inline]
 fn select_node<'c>(
     cx: &'c SlotContext<'_>,
     state: &FlowRuleState,
     all: &ResourceRules,
 ) -> Option<&'c StatisticNode> {
-    let rule = &*state.rule;
+    let direct = state.rule.strategy == FlowStrategy::Direct;
     let origin = cx.origin;
-    let limit_app = rule.limit_app.as_str();
-    let direct = rule.strategy == FlowStrategy::Direct;
-    let specific = !matches!(limit_app, "default" | "other");
-    if specific && limit_app == origin && !origin.is_empty() {
-        return if direct {
-            origin_node(cx)
-        } else {
-            reference_node(cx, state)
-        };
+    let applies = match state.limit_app {
+        LimitApp::Default => {
+            if direct {
+                return Some(&cx.resource.cluster.stats);
+            }
+            true
+        }
+        LimitApp::Specific => !origin.is_empty() && state.rule.limit_app == origin,
+        LimitApp::Other => !origin.is_empty() && !all.names(origin),
+    };
+    match (applies, direct) {
+        (false, _) => None,
+        (true, true) => origin_node(cx),
+        (true, false) => reference_node(cx, state),
     }
-    if limit_app == "default" {
-        return if direct {
-            Some(&cx.resource.cluster.stats)
-        } else {
-            reference_node(cx, state)
-        };
-    }
-    if limit_app == "other" && !origin.is_empty() && !all.names(origin) {
-        return if direct {
-            origin_node(cx)
-        } else {
-            reference_node(cx, state)
-        };
-    }
-    None
 }
 
 fn origin_node<'c>(cx: &'c SlotContext<'_>) -> Option<&'c StatisticNode> {

@@ -180,10 +180,11 @@ impl StatisticNode {
         self.pass_qps(now) + self.block_qps(now)
     }
 
-    /// Pass QPS truncated to an integer (Sentinel's `(int) node.passQps()`), in integer arithmetic.
+    /// Pass QPS truncated to an integer (Sentinel's `(int) node.passQps()`), in integer arithmetic, at
+    /// the instant of `at` (a cursor of the engine's geometry, which every node of an engine shares).
     #[inline]
-    pub(crate) fn pass_qps_floor(&self, now: u64) -> u64 {
-        let count = self.second.sum(now, Event::Pass);
+    pub(crate) fn pass_qps_floor(&self, at: Cursor) -> u64 {
+        let count = self.second.sum_at(at, Event::Pass);
         match self.second.interval() {
             1000 => count,
             interval => count.saturating_mul(1000) / interval,

@@ -332,32 +332,37 @@ impl LeapArray {
         (0..self.sample_count).filter_map(move |k| current.checked_sub(k))
     }
 
-    /// Sum of `event` over the window at `now` (rolled, as a node reports it). On the hot path of every
-    /// QPS check, so it walks the slots backwards from the current one with a single division.
+    /// Sum of `event` over the window at `now` (rolled, as a node reports it).
     #[inline]
     pub(crate) fn sum(&self, now: u64, event: Event) -> u64 {
-        let mut window = self.window_of(now);
-        let mut slot = self.slot(window);
-        let last = self.sample_count as usize - 1;
-        let mut total = 0u64;
-        for _ in 0..self.sample_count {
-            let tag = window as u32;
-            let base = slot * self.stripes;
-            for stripe in &self.slots[base..base + self.stripes] {
-                if let Some(v) = cell::read(&stripe.cells[event as usize], tag) {
-                    total += u64::from(v);
-                }
-            }
-            if event == Event::Pass {
-                if let Some(v) = cell::read(&self.borrowed[slot], tag) {
-                    total += u64::from(v);
-                }
-            }
-            let Some(previous) = window.checked_sub(1) else {
-                break;
-            };
-            window = previous;
-            slot = if slot == 0 { last } else { slot - 1 };
+        self.sum_to(self.window_of(now), event)
+    }
+
+    /// [`sum`](Self::sum) at the instant of `at`, a cursor of this geometry (no division at all).
+    #[inline]
+    pub(crate) fn sum_at(&self, at: Cursor, event: Event) -> u64 {
+        self.sum_to(at.window, event)
+    }
+
+    /// Sum of `event` over the `sample_count` windows ending with `window`. On the hot path of every QPS
+    /// check, so it reads every cell of the event once, in memory order, with no slot arithmetic: the
+    /// windows summed are exactly the tags `t` with `window − t < sample_count` (on the tag circle), and
+    /// each of them can only live in its own slot.
+    #[inline]
+    fn sum_to(&self, window: u64, event: Event) -> u64 {
+        let current = window as u32;
+        let span = self.sample_count as u32;
+        let in_span = |cell: &AtomicU64| match cell::unpack(cell.load(Ordering::Relaxed)) {
+            Some((tag, value)) if current.wrapping_sub(tag) < span => u64::from(value),
+            _ => 0,
+        };
+        let mut total: u64 = self
+            .slots
+            .iter()
+            .map(|s| in_span(&s.cells[event as usize]))
+            .sum();
+        if event == Event::Pass {
+            total += self.borrowed.iter().map(in_span).sum::<u64>();
         }
         total
     }
