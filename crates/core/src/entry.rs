@@ -276,6 +276,7 @@ impl<'a> Args<'a> {
     /// The same arguments, owning their strings, boxed (no allocation without arguments).
     fn into_owned_boxed(self) -> Box<[ParamValue<'static>]> {
         match self {
+            Args::Borrowed([]) => Box::default(),
             Args::Borrowed(values) => values.iter().cloned().map(ParamValue::into_owned).collect(),
             Args::Heap(values) => values
                 .into_vec()

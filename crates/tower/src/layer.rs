@@ -7,17 +7,25 @@ use floodgate_core::Floodgate;
 use http::HeaderName;
 use tower_layer::Layer;
 
-use crate::resource::{RequestHead, resource_name};
+use crate::resource::RequestHead;
 use crate::response::DefaultBlockResponse;
+use crate::route_names::RouteNames;
 use crate::service;
 
-pub(crate) type ResourceFn = Arc<dyn Fn(&RequestHead<'_>) -> String + Send + Sync>;
+/// How a layer names a request's resource.
+#[derive(Clone)]
+pub(crate) enum Naming {
+    /// The default name, kept per route.
+    Route(Arc<RouteNames>),
+    /// The user's function, called per request.
+    Custom(Arc<dyn Fn(&RequestHead<'_>) -> String + Send + Sync>),
+}
 
 /// Guards the services it wraps (see the [crate docs](crate)).
 #[derive(Clone)]
 pub struct FloodgateLayer<R = DefaultBlockResponse> {
     pub(crate) fg: Floodgate,
-    pub(crate) resource: ResourceFn,
+    pub(crate) naming: Naming,
     pub(crate) origin_header: Option<HeaderName>,
     pub(crate) on_block: R,
 }
@@ -35,7 +43,7 @@ impl FloodgateLayer {
     pub fn new(fg: Floodgate) -> Self {
         FloodgateLayer {
             fg,
-            resource: Arc::new(resource_name),
+            naming: Naming::Route(Arc::default()),
             origin_header: None,
             on_block: DefaultBlockResponse,
         }
@@ -48,7 +56,7 @@ impl<R> FloodgateLayer<R> {
         mut self,
         f: impl Fn(&RequestHead<'_>) -> String + Send + Sync + 'static,
     ) -> Self {
-        self.resource = Arc::new(f);
+        self.naming = Naming::Custom(Arc::new(f));
         self
     }
 
@@ -63,7 +71,7 @@ impl<R> FloodgateLayer<R> {
     pub fn on_block<R2>(self, on_block: R2) -> FloodgateLayer<R2> {
         FloodgateLayer {
             fg: self.fg,
-            resource: self.resource,
+            naming: self.naming,
             origin_header: self.origin_header,
             on_block,
         }

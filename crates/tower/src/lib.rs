@@ -27,6 +27,7 @@ mod future;
 mod layer;
 mod resource;
 mod response;
+mod route_names;
 mod service;
 
 pub use future::ResponseFuture;

@@ -1,5 +1,7 @@
 //! Naming a request's resource: a route template, never the raw path with ids and query strings.
 
+use std::fmt;
+
 use http::{Extensions, HeaderMap, Method, Uri};
 
 /// What a resource-naming function sees of a request.
@@ -19,17 +21,49 @@ pub struct RequestHead<'a> {
 /// path for gRPC requests (`content-type: application/grpc…`); `METHOD:/*` otherwise — so the number of
 /// resources stays bounded by the number of routes.
 pub fn resource_name(head: &RequestHead<'_>) -> String {
-    #[cfg(feature = "axum")]
-    if let Some(path) = head.extensions.get::<axum::extract::MatchedPath>() {
-        return format!("{}:{}", head.method, path.as_str());
+    NameParts::of(head).to_string()
+}
+
+/// What the default name is made of: the method (absent for gRPC, whose path names the method) and a
+/// route template or path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NameParts<'a> {
+    pub(crate) method: Option<&'a Method>,
+    pub(crate) route: &'a str,
+}
+
+impl<'a> NameParts<'a> {
+    pub(crate) fn of(head: &RequestHead<'a>) -> Self {
+        #[cfg(feature = "axum")]
+        if let Some(path) = head.extensions.get::<axum::extract::MatchedPath>() {
+            return NameParts {
+                method: Some(head.method),
+                route: path.as_str(),
+            };
+        }
+        let grpc = head
+            .headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/grpc"));
+        if grpc {
+            return NameParts {
+                method: None,
+                route: head.uri.path(),
+            };
+        }
+        NameParts {
+            method: Some(head.method),
+            route: "/*",
+        }
     }
-    let grpc = head
-        .headers
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/grpc"));
-    if grpc {
-        return head.uri.path().to_owned();
+}
+
+impl fmt::Display for NameParts<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.method {
+            Some(method) => write!(f, "{method}:{}", self.route),
+            None => f.write_str(self.route),
+        }
     }
-    format!("{}:/*", head.method)
 }

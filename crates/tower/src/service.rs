@@ -8,8 +8,8 @@ use http::{Request, Response};
 use tower_service::Service;
 
 use crate::future::ResponseFuture;
-use crate::layer::FloodgateLayer;
-use crate::resource::RequestHead;
+use crate::layer::{FloodgateLayer, Naming};
+use crate::resource::{NameParts, RequestHead};
 use crate::response::BlockResponse;
 
 /// A service guarded by Floodgate (made by [`FloodgateLayer`]).
@@ -64,7 +64,6 @@ where
             headers: request.headers(),
             extensions: request.extensions(),
         };
-        let resource = (self.layer.resource)(&head);
         let origin = self
             .layer
             .origin_header
@@ -72,13 +71,17 @@ where
             .and_then(|h| request.headers().get(h))
             .and_then(|v| v.to_str().ok())
             .unwrap_or("");
-        let admitted = self
-            .layer
-            .fg
-            .entry(&resource)
-            .origin(origin)
-            .entry_type(EntryType::In)
-            .enter_owned();
+        let fg = &self.layer.fg;
+        let enter = |resource: &str| {
+            fg.entry(resource)
+                .origin(origin)
+                .entry_type(EntryType::In)
+                .enter_owned()
+        };
+        let admitted = match &self.layer.naming {
+            Naming::Route(names) => names.with(NameParts::of(&head), enter),
+            Naming::Custom(name) => enter(&name(&head)),
+        };
         match admitted {
             Ok(entry) => {
                 let wait = entry.waited();

@@ -1,0 +1,118 @@
+//! Default resource names, kept per route so that a request does not format (and allocate) its name.
+//!
+//! The default name depends only on the method and the route template (or the gRPC path), so the layer
+//! keeps every name it has built in a copy-on-write map, read through `arc-swap`: a request whose route
+//! was seen before finds its name with one hash of the template and no lock, no allocation and no shared
+//! write. The map holds at most [`CAPACITY`] names; past that a name is formatted per request, so a
+//! flood of distinct gRPC paths cannot grow it without bound (the engine's resource cap still applies).
+
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
+use http::Method;
+use rustc_hash::FxHashMap;
+
+use crate::resource::NameParts;
+
+/// How many names the cache keeps.
+pub(crate) const CAPACITY: usize = 1024;
+
+/// Route → the names built for it, one per method.
+type Names = FxHashMap<Box<str>, Vec<(Option<Method>, Box<str>)>>;
+
+/// The names built so far, shared by the services a layer makes.
+#[derive(Debug, Default)]
+pub(crate) struct RouteNames {
+    names: ArcSwap<Names>,
+    /// Serializes inserts (readers never take it).
+    insert: Mutex<usize>,
+}
+
+impl RouteNames {
+    /// Runs `f` with the resource name of `parts`.
+    pub(crate) fn with<T>(&self, parts: NameParts<'_>, f: impl FnOnce(&str) -> T) -> T {
+        let names = self.names.load();
+        let found = names.get(parts.route).and_then(|by_method| {
+            by_method
+                .iter()
+                .find(|(method, _)| method.as_ref() == parts.method)
+        });
+        if let Some((_, name)) = found {
+            return f(name);
+        }
+        drop(names);
+        let name = parts.to_string();
+        self.remember(parts, &name);
+        f(&name)
+    }
+
+    #[cold]
+    fn remember(&self, parts: NameParts<'_>, name: &str) {
+        let mut count = self.insert.lock().unwrap_or_else(|e| e.into_inner());
+        if *count >= CAPACITY {
+            return;
+        }
+        let mut next = Names::clone(&self.names.load());
+        let by_method = next.entry(Box::from(parts.route)).or_default();
+        if by_method
+            .iter()
+            .any(|(method, _)| method.as_ref() == parts.method)
+        {
+            return; // another request remembered it meanwhile
+        }
+        by_method.push((parts.method.cloned(), Box::from(name)));
+        *count += 1;
+        self.names.store(Arc::new(next));
+    }
+
+    /// How many names are kept.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        *self.insert.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(cache: &RouteNames, method: Option<&Method>, route: &str) -> String {
+        cache.with(NameParts { method, route }, str::to_owned)
+    }
+
+    #[test]
+    fn names_are_built_once_per_method_and_route() {
+        let cache = RouteNames::default();
+        assert_eq!(
+            name(&cache, Some(&Method::GET), "/orders/{id}"),
+            "GET:/orders/{id}"
+        );
+        assert_eq!(
+            name(&cache, Some(&Method::GET), "/orders/{id}"),
+            "GET:/orders/{id}"
+        );
+        assert_eq!(
+            name(&cache, Some(&Method::POST), "/orders/{id}"),
+            "POST:/orders/{id}"
+        );
+        assert_eq!(name(&cache, None, "/pkg.Svc/Call"), "/pkg.Svc/Call");
+        assert_eq!(name(&cache, None, "/pkg.Svc/Call"), "/pkg.Svc/Call");
+        assert_eq!(cache.len(), 3);
+    }
+
+    #[test]
+    fn the_cache_is_bounded_and_names_stay_right_past_it() {
+        let cache = RouteNames::default();
+        for i in 0..CAPACITY + 100 {
+            let route = format!("/r/{i}");
+            assert_eq!(name(&cache, None, &route), route);
+        }
+        assert_eq!(cache.len(), CAPACITY);
+        assert_eq!(name(&cache, None, "/r/5"), "/r/5", "cached");
+        assert_eq!(
+            name(&cache, None, "/late"),
+            "/late",
+            "formatted past the cap"
+        );
+    }
+}
