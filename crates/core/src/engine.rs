@@ -23,7 +23,7 @@ use crate::node::{
     CallTree, ClusterNode, DefaultNode, EntranceNode, MetricLine, NodeSnapshot, NodeView,
     StatisticNode, TreeNodeKind, WindowGeometry,
 };
-use crate::param_flow::{ParamFlowRule, ParamFlowRules, ParamFlowStatus};
+use crate::param_flow::{ParamFlowRule, ParamFlowRules, ParamFlowStatus, ResourceParamRules};
 use crate::rules::{RuleError, RuleFields, RuleType, parse_rule_array, to_json_array};
 use crate::slot::{BlockLog, ChainEdit, Slot, SlotChain};
 use crate::stat::WindowError;
@@ -55,6 +55,8 @@ pub(crate) struct Resource {
     resource_type: AtomicU8,
     /// The flow rules that apply to this resource, resolved when it is created and on every flow load.
     pub(crate) flow_rules: ArcSwapOption<ResourceRules>,
+    /// The hot-parameter rules that apply to this resource, resolved likewise.
+    pub(crate) param_rules: ArcSwapOption<ResourceParamRules>,
 }
 
 impl Resource {
@@ -216,6 +218,7 @@ impl Inner {
             context_nodes: ArcSwapOption::empty(),
             resource_type: AtomicU8::new(ResourceType::Common as u8),
             flow_rules: ArcSwapOption::new(self.flow.snapshot().resolve(&name)),
+            param_rules: ArcSwapOption::new(self.param_flow.snapshot().resolve(&name)),
         };
         let id = self.resources.push(resource).ok()?;
         self.resource_index.insert_locked(name, id);
@@ -231,6 +234,18 @@ impl Inner {
         let snapshot = self.flow.snapshot();
         for resource in self.resources.iter() {
             resource.flow_rules.store(snapshot.resolve(&resource.name));
+        }
+        Ok(())
+    }
+
+    /// Puts hot-parameter rules in force and hands every resource its own, as
+    /// [`load_flow`](Self::load_flow) does.
+    fn load_param_flow(&self, rules: Vec<ParamFlowRule>) -> Result<(), RuleError> {
+        self.param_flow.load(rules, self.clock.now_ms())?;
+        let _guard = self.lock();
+        let snapshot = self.param_flow.snapshot();
+        for resource in self.resources.iter() {
+            resource.param_rules.store(snapshot.resolve(&resource.name));
         }
         Ok(())
     }
@@ -560,7 +575,7 @@ impl Floodgate {
                     .enumerate()
                     .map(|(i, m)| ParamFlowRule::from_fields(RuleFields::new(i, m)))
                     .collect::<Result<Vec<_>, _>>()?;
-                self.inner.param_flow.load(rules, self.inner.clock.now_ms())
+                self.inner.load_param_flow(rules)
             }
         }
     }
@@ -759,10 +774,7 @@ impl Floodgate {
         &self,
         rules: impl IntoIterator<Item = ParamFlowRule>,
     ) -> Result<(), RuleError> {
-        let result = self
-            .inner
-            .param_flow
-            .load(rules.into_iter().collect(), self.inner.clock.now_ms());
+        let result = self.inner.load_param_flow(rules.into_iter().collect());
         self.report_load(RuleType::ParamFlow, result)
     }
 

@@ -601,3 +601,18 @@ impl Drop for OwnedEntry {
         active.exit();
     }
 }
+#[cfg(test)]
+mod size_probe {
+    #[test]
+    fn sizes() {
+        eprintln!(
+            "Entry {} Active {} Args {} Builder {} Result {} EntryFrame {}",
+            std::mem::size_of::<super::Entry<'static>>(),
+            std::mem::size_of::<super::Active<'static>>(),
+            std::mem::size_of::<super::Args<'static>>(),
+            std::mem::size_of::<super::EntryBuilder<'static>>(),
+            std::mem::size_of::<Result<super::Entry<'static>, crate::BlockError>>(),
+            std::mem::size_of::<crate::context::EntryFrame>()
+        );
+    }
+}

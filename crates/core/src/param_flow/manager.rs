@@ -6,7 +6,6 @@
 //! force, so its per-value buckets and in-flight counts survive unrelated reloads. Rules never change
 //! once loaded: a negative `paramIdx` is resolved per call (Sentinel rewrote the rule on first use: PF-01).
 
-use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -276,76 +275,35 @@ pub struct ParamFlowStatus {
 /// The rules of one resource.
 pub(crate) type Rules = [Arc<ParamRuleState>];
 
+/// The rules of one resource, as a resource keeps them.
+pub(crate) type ResourceParamRules = Vec<Arc<ParamRuleState>>;
+
 /// An immutable set of hot-parameter rules.
 #[derive(Debug, Default)]
 pub(crate) struct ParamSnapshot {
     in_order: Vec<Arc<ParamRuleState>>,
-    exact: FxHashMap<Box<str>, Box<Rules>>,
+    exact: FxHashMap<Box<str>, Arc<ResourceParamRules>>,
     regex: Vec<(Regex, Arc<ParamRuleState>)>,
-    /// Resource name → exact and regex rules, filled on first sight of a name (regex rules only).
-    matched: ArcSwap<FxHashMap<Box<str>, Arc<Rules>>>,
-    matched_lock: Mutex<()>,
     has_thread: bool,
 }
 
-/// The rules found for a resource.
-#[derive(Debug)]
-pub(crate) enum Found<'a> {
-    Exact(&'a Rules),
-    Matched(Arc<Rules>),
-}
-
-impl Deref for Found<'_> {
-    type Target = Rules;
-
-    fn deref(&self) -> &Rules {
-        match self {
-            Found::Exact(r) => r,
-            Found::Matched(r) => r,
-        }
-    }
-}
-
 impl ParamSnapshot {
-    #[inline]
-    pub(crate) fn is_empty(&self) -> bool {
-        self.in_order.is_empty()
-    }
-
-    /// Whether some rule is a THREAD rule (entries then release counts at exit).
-    #[inline]
-    pub(crate) fn has_thread_rules(&self) -> bool {
-        self.has_thread
-    }
-
-    /// The rules that apply to `resource`.
-    #[inline]
-    pub(crate) fn rules_for(&self, resource: &str) -> Option<Found<'_>> {
-        if self.regex.is_empty() {
-            return self.exact.get(resource).map(|r| Found::Exact(r));
+    /// The rules that apply to `resource` (exact, then regex), resolved once per resource and load: the
+    /// engine keeps the result on the resource, so an entry never looks its rules up by name.
+    pub(crate) fn resolve(&self, resource: &str) -> Option<Arc<ResourceParamRules>> {
+        let exact = self.exact.get(resource);
+        let mut matched = self
+            .regex
+            .iter()
+            .filter(|(re, _)| re.is_match(resource))
+            .map(|(_, s)| s.clone())
+            .peekable();
+        if matched.peek().is_none() {
+            return exact.cloned();
         }
-        if let Some(found) = self.matched.load().get(resource) {
-            return (!found.is_empty()).then(|| Found::Matched(found.clone()));
-        }
-        let mut rules: Vec<Arc<ParamRuleState>> = self
-            .exact
-            .get(resource)
-            .map(|r| r.to_vec())
-            .unwrap_or_default();
-        rules.extend(
-            self.regex
-                .iter()
-                .filter(|(re, _)| re.is_match(resource))
-                .map(|(_, s)| s.clone()),
-        );
-        let found: Arc<Rules> = rules.into();
-        {
-            let _guard = self.matched_lock.lock().unwrap_or_else(|e| e.into_inner());
-            let mut next = (**self.matched.load()).clone();
-            next.insert(Box::from(resource), found.clone());
-            self.matched.store(Arc::new(next));
-        }
-        (!found.is_empty()).then_some(Found::Matched(found))
+        let mut rules: ResourceParamRules = exact.map(|r| r.to_vec()).unwrap_or_default();
+        rules.extend(matched);
+        Some(Arc::new(rules))
     }
 
     /// Whether some rule names `resource` (exactly or by regex).
@@ -448,13 +406,8 @@ impl ParamFlowRules {
             .store(has_thread || old.has_thread, Ordering::Relaxed);
         self.snapshot.store(Arc::new(ParamSnapshot {
             in_order,
-            exact: exact
-                .into_iter()
-                .map(|(k, v)| (k, v.into_boxed_slice()))
-                .collect(),
+            exact: exact.into_iter().map(|(k, v)| (k, Arc::new(v))).collect(),
             regex,
-            matched: ArcSwap::default(),
-            matched_lock: Mutex::new(()),
             has_thread,
         }));
         self.any.store(any, Ordering::Relaxed);

@@ -107,11 +107,8 @@ impl Slot for ParamFlowSlot {
         if args.is_empty() || !cx.engine.param_flow.any() {
             return Ok(());
         }
-        let snapshot = cx.engine.param_flow.snapshot();
-        if snapshot.is_empty() {
-            return Ok(());
-        }
-        let Some(rules) = snapshot.rules_for(cx.resource()) else {
+        let rules = cx.resource.param_rules.load();
+        let Some(rules) = rules.as_deref() else {
             return Ok(());
         };
         let (scope, now, acquire) = (cx.resource.id, cx.now_ms, cx.count);
@@ -154,12 +151,8 @@ impl Slot for ParamFlowSlot {
         if cx.args.is_empty() || !cx.engine.param_flow.any_thread() {
             return;
         }
-        let snapshot = cx.engine.param_flow.snapshot();
-        if !snapshot.has_thread_rules() {
-            return;
-        }
-        if let Some(rules) = snapshot.rules_for(cx.resource()) {
-            release(&rules, cx.resource.id, cx.args, cx.now_ms);
+        if let Some(rules) = cx.resource.param_rules.load().as_deref() {
+            release(rules, cx.resource.id, cx.args, cx.now_ms);
         }
     }
 
@@ -172,13 +165,9 @@ impl Slot for ParamFlowSlot {
         if cx.args.is_empty() || !cx.engine.param_flow.any_thread() {
             return;
         }
-        let snapshot = cx.engine.param_flow.snapshot();
-        if !snapshot.has_thread_rules() {
-            return;
-        }
-        if let Some(rules) = snapshot.rules_for(cx.resource()) {
+        if let Some(rules) = cx.resource.param_rules.load().as_deref() {
             release(
-                &rules,
+                rules,
                 cx.resource.id,
                 cx.args,
                 cx.now_ms.saturating_sub(u64::from(cx.rt_ms)),
