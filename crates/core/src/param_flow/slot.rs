@@ -112,7 +112,7 @@ impl Slot for ParamFlowSlot {
             return Ok(());
         };
         let (scope, now, acquire) = (cx.resource.id, cx.now_ms, cx.count);
-        let mut units = Units::new(&rules, args);
+        let mut units = Units::new(rules, args);
         let Some((state, value)) = units.next() else {
             return Ok(());
         };
@@ -123,16 +123,16 @@ impl Slot for ParamFlowSlot {
             }
         } else {
             if let Some((state, value)) =
-                Units::new(&rules, args).find(|(s, v)| !s.would_admit(scope, v, now, acquire))
+                Units::new(rules, args).find(|(s, v)| !s.would_admit(scope, v, now, acquire))
             {
                 return Err(block(cx, state, value));
             }
             let mut longest = 0;
-            for (charged, (state, value)) in Units::new(&rules, args).enumerate() {
+            for (charged, (state, value)) in Units::new(rules, args).enumerate() {
                 match state.acquire(scope, value, now, acquire) {
                     Verdict::Pass(wait) => longest = longest.max(wait),
                     Verdict::Block => {
-                        for (s, v) in Units::new(&rules, args).take(charged) {
+                        for (s, v) in Units::new(rules, args).take(charged) {
                             s.refund(scope, v, acquire);
                         }
                         return Err(block(cx, state, value));
