@@ -17,13 +17,13 @@ use crate::degrade::{BreakerStateChange, BreakerStatus, DegradeRule, DegradeRule
 use crate::entry::EntryBuilder;
 use crate::entry_type::ResourceType;
 use crate::error_filter::ErrorFilter;
-use crate::flow::{DEFAULT_COLD_FACTOR, FlowRule, FlowRules, FlowStatus, ResourceRules};
+use crate::flow::{DEFAULT_COLD_FACTOR, FlowRule, FlowRules, FlowStatus};
 use crate::name_index::NameIndex;
 use crate::node::{
     CallTree, ClusterNode, DefaultNode, EntranceNode, MetricLine, NodeSnapshot, NodeView,
     StatisticNode, TreeNodeKind, WindowGeometry,
 };
-use crate::param_flow::{ParamFlowRule, ParamFlowRules, ParamFlowStatus, ResourceParamRules};
+use crate::param_flow::{ParamFlowRule, ParamFlowRules, ParamFlowStatus};
 use crate::rules::{RuleError, RuleFields, RuleType, parse_rule_array, to_json_array};
 use crate::slot::{BlockLog, ChainEdit, Slot, SlotChain};
 use crate::stat::WindowError;
@@ -53,10 +53,6 @@ pub(crate) struct Resource {
     pub(crate) default_node: u32,
     context_nodes: ArcSwapOption<FxHashMap<u32, u32>>,
     resource_type: AtomicU8,
-    /// The flow rules that apply to this resource, resolved when it is created and on every flow load.
-    pub(crate) flow_rules: ArcSwapOption<ResourceRules>,
-    /// The hot-parameter rules that apply to this resource, resolved likewise.
-    pub(crate) param_rules: ArcSwapOption<ResourceParamRules>,
 }
 
 impl Resource {
@@ -217,37 +213,10 @@ impl Inner {
             default_node,
             context_nodes: ArcSwapOption::empty(),
             resource_type: AtomicU8::new(ResourceType::Common as u8),
-            flow_rules: ArcSwapOption::new(self.flow.snapshot().resolve(&name)),
-            param_rules: ArcSwapOption::new(self.param_flow.snapshot().resolve(&name)),
         };
         let id = self.resources.push(resource).ok()?;
         self.resource_index.insert_locked(name, id);
         self.resources.get(id)
-    }
-
-    /// Puts flow rules in force and hands every resource its own rules. Resolving runs under the
-    /// creation lock, from the snapshot in force then: a resource created meanwhile resolved its rules
-    /// from that snapshot or is resolved here, so no resource keeps the rules of an older load.
-    fn load_flow(&self, rules: Vec<FlowRule>) -> Result<(), RuleError> {
-        self.flow.load(rules)?;
-        let _guard = self.lock();
-        let snapshot = self.flow.snapshot();
-        for resource in self.resources.iter() {
-            resource.flow_rules.store(snapshot.resolve(&resource.name));
-        }
-        Ok(())
-    }
-
-    /// Puts hot-parameter rules in force and hands every resource its own, as
-    /// [`load_flow`](Self::load_flow) does.
-    fn load_param_flow(&self, rules: Vec<ParamFlowRule>) -> Result<(), RuleError> {
-        self.param_flow.load(rules, self.clock.now_ms())?;
-        let _guard = self.lock();
-        let snapshot = self.param_flow.snapshot();
-        for resource in self.resources.iter() {
-            resource.param_rules.store(snapshot.resolve(&resource.name));
-        }
-        Ok(())
     }
 
     /// Whether any rule names `resource` (such a resource is checked even past the resource cap).
@@ -543,7 +512,7 @@ impl Floodgate {
                     .enumerate()
                     .map(|(i, m)| FlowRule::from_fields(RuleFields::new(i, m)))
                     .collect::<Result<Vec<_>, _>>()?;
-                self.inner.load_flow(rules)
+                self.inner.flow.load(rules)
             }
             RuleType::Degrade => {
                 let rules = items
@@ -575,7 +544,7 @@ impl Floodgate {
                     .enumerate()
                     .map(|(i, m)| ParamFlowRule::from_fields(RuleFields::new(i, m)))
                     .collect::<Result<Vec<_>, _>>()?;
-                self.inner.load_param_flow(rules)
+                self.inner.param_flow.load(rules, self.inner.clock.now_ms())
             }
         }
     }
@@ -661,7 +630,7 @@ impl Floodgate {
         &self,
         rules: impl IntoIterator<Item = FlowRule>,
     ) -> Result<(), RuleError> {
-        let result = self.inner.load_flow(rules.into_iter().collect());
+        let result = self.inner.flow.load(rules.into_iter().collect());
         self.report_load(RuleType::Flow, result)
     }
 
@@ -774,7 +743,10 @@ impl Floodgate {
         &self,
         rules: impl IntoIterator<Item = ParamFlowRule>,
     ) -> Result<(), RuleError> {
-        let result = self.inner.load_param_flow(rules.into_iter().collect());
+        let result = self
+            .inner
+            .param_flow
+            .load(rules.into_iter().collect(), self.inner.clock.now_ms());
         self.report_load(RuleType::ParamFlow, result)
     }
 

@@ -21,9 +21,8 @@ use rustc_hash::FxHashMap;
 use super::breaker::Breaker;
 use super::observer::{BreakerStatus, Observers};
 use super::rule::DegradeRule;
-use super::table::ResourceTable;
 use crate::engine::Resource;
-use crate::rules::{Published, RuleError, carry_over, whole_name_regex};
+use crate::rules::{Published, ResourceTable, RuleError, carry_over, whole_name_regex};
 
 /// The breakers of one rule.
 #[derive(Debug)]

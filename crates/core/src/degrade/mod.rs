@@ -9,7 +9,6 @@ mod observer;
 mod rule;
 mod slot;
 mod slow_ratio;
-mod table;
 
 pub(crate) use manager::DegradeRules;
 pub use observer::{BreakerState, BreakerStateChange, BreakerStatus};

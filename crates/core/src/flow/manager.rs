@@ -1,7 +1,7 @@
 //! The flow rules in force: an immutable snapshot behind an atomic pointer, rebuilt on load.
 //!
-//! Each resource's rules (exact and regex) are resolved once per load and kept on the resource, so an
-//! entry reads its own rules with one lock-free load and never looks them up by name. A load
+//! Each resource's rules (exact and regex) are resolved on its first entry under a snapshot and kept in
+//! the snapshot's table by resource id, so an entry never looks its rules up by name. A load
 //! validates the whole list first (any invalid rule rejects it and changes nothing), then builds a new
 //! snapshot in which every rule equal to one already in force keeps that rule's controller, so its
 //! warm-up tokens and pacing survive the reload (Sentinel resets them all: FL-08). Loading the list in
@@ -17,7 +17,8 @@ use super::rule::{ControlBehavior, FlowGrade, FlowRule};
 use super::{
     RejectController, ThrottlingController, WarmUpController, WarmUpRateLimiterController,
 };
-use crate::rules::{Published, RuleError, carry_over, whole_name_regex};
+use crate::engine::Resource;
+use crate::rules::{Published, ResourceTable, RuleError, carry_over, whole_name_regex};
 
 /// How a rule shapes traffic, with its state.
 #[derive(Debug)]
@@ -174,28 +175,32 @@ impl ResourceRules {
 #[derive(Debug, Default)]
 pub(crate) struct FlowSnapshot {
     in_order: Vec<Arc<FlowRuleState>>,
-    exact: FxHashMap<Box<str>, Arc<ResourceRules>>,
+    exact: FxHashMap<Box<str>, Vec<Arc<FlowRuleState>>>,
     regex: Vec<(Regex, Arc<FlowRuleState>)>,
+    by_resource: ResourceTable<Option<ResourceRules>>,
 }
 
 impl FlowSnapshot {
-    /// The rules that apply to `resource` (exact and regex), resolved once per resource and load: the
-    /// engine keeps the result on the resource, so an entry never looks its rules up by name.
-    pub(crate) fn resolve(&self, resource: &str) -> Option<Arc<ResourceRules>> {
-        let exact = self.exact.get(resource);
-        let mut matched = self
-            .regex
-            .iter()
-            .filter(|(re, _)| re.is_match(resource))
-            .map(|(_, s)| s.clone())
-            .peekable();
-        if matched.peek().is_none() {
-            return exact.cloned();
-        }
+    /// The rules that apply to `resource` (exact and regex), resolved on its first entry under this
+    /// snapshot and then found by its id: an entry never looks its rules up by name.
+    #[inline]
+    pub(crate) fn rules_of(&self, resource: &Resource) -> Option<&ResourceRules> {
+        self.by_resource
+            .get_or_init(resource.id, || self.resolve(&resource.name))?
+            .as_ref()
+    }
+
+    #[cold]
+    fn resolve(&self, resource: &str) -> Option<ResourceRules> {
         let mut rules: Vec<Arc<FlowRuleState>> =
-            exact.map(|r| r.rules.to_vec()).unwrap_or_default();
-        rules.extend(matched);
-        Some(Arc::new(ResourceRules::new(rules)))
+            self.exact.get(resource).cloned().unwrap_or_default();
+        rules.extend(
+            self.regex
+                .iter()
+                .filter(|(re, _)| re.is_match(resource))
+                .map(|(_, s)| s.clone()),
+        );
+        (!rules.is_empty()).then(|| ResourceRules::new(rules))
     }
 
     /// Whether some rule names `resource` (exactly or by regex).
@@ -280,11 +285,9 @@ impl FlowRules {
         self.snapshot.store(
             Arc::new(FlowSnapshot {
                 in_order,
-                exact: exact
-                    .into_iter()
-                    .map(|(k, v)| (k, Arc::new(ResourceRules::new(v))))
-                    .collect(),
+                exact,
                 regex,
+                by_resource: ResourceTable::default(),
             }),
             in_force,
         );

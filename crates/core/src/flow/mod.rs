@@ -10,8 +10,8 @@ mod throttling;
 mod warm_up;
 mod warm_up_rate_limiter;
 
+pub(crate) use manager::FlowRules;
 pub use manager::FlowStatus;
-pub(crate) use manager::{FlowRules, ResourceRules};
 pub(crate) use reject::RejectController;
 pub use rule::{ClusterFlowConfig, ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
 pub use slot::FlowSlot;

@@ -1,7 +1,7 @@
 //! FlowSlot (−2000): every flow rule of the resource must pass.
 //!
-//! The rules come resolved with the resource (exact and regex, in check order: one lock-free load, no
-//! lookup by name), and a `limitApp` is classified when its rule is loaded.
+//! The rules come resolved per resource (exact and regex, in check order, found by the resource's id,
+//! never by name), and a `limitApp` is classified when its rule is loaded.
 //!
 //! For each rule the slot picks the node whose statistics the rule reads (Sentinel's
 //! `selectNodeByRequesterAndStrategy`), with the caller's origin:
@@ -37,8 +37,8 @@ impl Slot for FlowSlot {
         if !cx.engine.flow.in_force() {
             return Ok(());
         }
-        let rules = cx.resource.flow_rules.load();
-        let Some(rules) = rules.as_deref() else {
+        let snapshot = cx.engine.flow.snapshot();
+        let Some(rules) = snapshot.rules_of(cx.resource) else {
             return Ok(());
         };
         for state in rules.rules.iter() {

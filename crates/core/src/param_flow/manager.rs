@@ -18,9 +18,10 @@ use super::concurrency;
 use super::rate_limiter::RateLimiter;
 use super::rule::ParamFlowRule;
 use super::token_bucket::TokenBucket;
+use crate::engine::Resource;
 use crate::flow::{ControlBehavior, FlowGrade};
 use crate::param::{ParamValue, StoredValue};
-use crate::rules::{RuleError, carry_over, whole_name_regex};
+use crate::rules::{ResourceTable, RuleError, carry_over, whole_name_regex};
 
 /// Sentinel's base cache size per second of window (`BASE_PARAM_MAX_CAPACITY`).
 const BASE_CAPACITY: u64 = 4000;
@@ -275,35 +276,39 @@ pub struct ParamFlowStatus {
 /// The rules of one resource.
 pub(crate) type Rules = [Arc<ParamRuleState>];
 
-/// The rules of one resource, as a resource keeps them.
-pub(crate) type ResourceParamRules = Vec<Arc<ParamRuleState>>;
+/// The rules of one resource, as a snapshot keeps them.
+type ResourceParamRules = Vec<Arc<ParamRuleState>>;
 
 /// An immutable set of hot-parameter rules.
 #[derive(Debug, Default)]
 pub(crate) struct ParamSnapshot {
     in_order: Vec<Arc<ParamRuleState>>,
-    exact: FxHashMap<Box<str>, Arc<ResourceParamRules>>,
+    exact: FxHashMap<Box<str>, ResourceParamRules>,
     regex: Vec<(Regex, Arc<ParamRuleState>)>,
     has_thread: bool,
+    by_resource: ResourceTable<Option<ResourceParamRules>>,
 }
 
 impl ParamSnapshot {
-    /// The rules that apply to `resource` (exact, then regex), resolved once per resource and load: the
-    /// engine keeps the result on the resource, so an entry never looks its rules up by name.
-    pub(crate) fn resolve(&self, resource: &str) -> Option<Arc<ResourceParamRules>> {
-        let exact = self.exact.get(resource);
-        let mut matched = self
-            .regex
-            .iter()
-            .filter(|(re, _)| re.is_match(resource))
-            .map(|(_, s)| s.clone())
-            .peekable();
-        if matched.peek().is_none() {
-            return exact.cloned();
-        }
-        let mut rules: ResourceParamRules = exact.map(|r| r.to_vec()).unwrap_or_default();
-        rules.extend(matched);
-        Some(Arc::new(rules))
+    /// The rules that apply to `resource` (exact, then regex), resolved on its first entry under this
+    /// snapshot and then found by its id: an entry never looks its rules up by name.
+    #[inline]
+    pub(crate) fn rules_of(&self, resource: &Resource) -> Option<&Rules> {
+        self.by_resource
+            .get_or_init(resource.id, || self.resolve(&resource.name))?
+            .as_deref()
+    }
+
+    #[cold]
+    fn resolve(&self, resource: &str) -> Option<ResourceParamRules> {
+        let mut rules = self.exact.get(resource).cloned().unwrap_or_default();
+        rules.extend(
+            self.regex
+                .iter()
+                .filter(|(re, _)| re.is_match(resource))
+                .map(|(_, s)| s.clone()),
+        );
+        (!rules.is_empty()).then_some(rules)
     }
 
     /// Whether some rule names `resource` (exactly or by regex).
@@ -406,9 +411,10 @@ impl ParamFlowRules {
             .store(has_thread || old.has_thread, Ordering::Relaxed);
         self.snapshot.store(Arc::new(ParamSnapshot {
             in_order,
-            exact: exact.into_iter().map(|(k, v)| (k, Arc::new(v))).collect(),
+            exact,
             regex,
             has_thread,
+            by_resource: ResourceTable::default(),
         }));
         self.any.store(any, Ordering::Relaxed);
         Ok(())

@@ -9,7 +9,7 @@ mod rule;
 mod slot;
 mod token_bucket;
 
+pub(crate) use manager::ParamFlowRules;
 pub use manager::ParamFlowStatus;
-pub(crate) use manager::{ParamFlowRules, ResourceParamRules};
 pub use rule::{ParamFlowClusterConfig, ParamFlowItem, ParamFlowRule};
 pub use slot::ParamFlowSlot;

@@ -107,8 +107,8 @@ impl Slot for ParamFlowSlot {
         if args.is_empty() || !cx.engine.param_flow.any() {
             return Ok(());
         }
-        let rules = cx.resource.param_rules.load();
-        let Some(rules) = rules.as_deref() else {
+        let snapshot = cx.engine.param_flow.snapshot();
+        let Some(rules) = snapshot.rules_of(cx.resource) else {
             return Ok(());
         };
         let (scope, now, acquire) = (cx.resource.id, cx.now_ms, cx.count);
@@ -151,7 +151,7 @@ impl Slot for ParamFlowSlot {
         if cx.args.is_empty() || !cx.engine.param_flow.any_thread() {
             return;
         }
-        if let Some(rules) = cx.resource.param_rules.load().as_deref() {
+        if let Some(rules) = cx.engine.param_flow.snapshot().rules_of(cx.resource) {
             release(rules, cx.resource.id, cx.args, cx.now_ms);
         }
     }
@@ -165,7 +165,7 @@ impl Slot for ParamFlowSlot {
         if cx.args.is_empty() || !cx.engine.param_flow.any_thread() {
             return;
         }
-        if let Some(rules) = cx.resource.param_rules.load().as_deref() {
+        if let Some(rules) = cx.engine.param_flow.snapshot().rules_of(cx.resource) {
             release(
                 rules,
                 cx.resource.id,

@@ -1,7 +1,8 @@
 //! A table addressed by resource id: each slot is filled once, on the resource's first entry.
 //!
-//! Resource ids are dense (`0, 1, 2, …` in creation order), so the breakers of a resource are found by
-//! indexing rather than by hashing its name. Slots live in chunks of growing size (the same layout as the
+//! Resource ids are dense (`0, 1, 2, …` in creation order), so the rules (or breakers) of a resource are
+//! found by indexing rather than by hashing its name. Each rule snapshot has its own table, so a load
+//! starts empty and resolves every resource afresh, on its first entry under the new rules. Slots live in chunks of growing size (the same layout as the
 //! engine's arena), allocated when the first id in them is seen.
 
 use std::sync::OnceLock;
