@@ -3,20 +3,17 @@
 //! A load validates the whole list first (any invalid rule rejects it and changes nothing). The snapshot
 //! keeps, per resource name, the **first** rule naming it (Sentinel ignores later ones), and per regular
 //! expression the first rule with that expression. An entry must pass the exact rule of its resource and
-//! every regex rule whose expression matches the whole resource name; which regex rules match a name is
-//! worked out once per name and cached in the snapshot.
+//! every regex rule whose expression matches the whole resource name; which rules apply to a resource is
+//! worked out on its first entry and kept in the snapshot by resource id.
 
 use std::sync::{Arc, Mutex};
 
-use arc_swap::ArcSwap;
 use regex::Regex;
 use rustc_hash::FxHashMap;
 
 use super::rule::AuthorityRule;
-use crate::rules::{Published, RuleError, whole_name_regex};
-
-/// The rules that apply to one resource, in check order.
-pub(crate) type Applicable = Arc<[Arc<AuthorityRule>]>;
+use crate::engine::Resource;
+use crate::rules::{Published, ResourceTable, RuleError, whole_name_regex};
 
 /// An immutable set of authority rules.
 #[derive(Debug, Default)]
@@ -24,27 +21,8 @@ pub(crate) struct AuthoritySnapshot {
     in_order: Vec<Arc<AuthorityRule>>,
     exact: FxHashMap<Box<str>, Arc<AuthorityRule>>,
     regex: Vec<(Regex, Arc<AuthorityRule>)>,
-    /// Resource name → the exact rule and the matching regex rules (only when regex rules exist).
-    matched: ArcSwap<FxHashMap<Box<str>, Applicable>>,
-    matched_lock: Mutex<()>,
-}
-
-/// The rules found for a resource.
-#[derive(Debug)]
-pub(crate) enum Found<'a> {
-    One(&'a Arc<AuthorityRule>),
-    Matched(Applicable),
-}
-
-impl Found<'_> {
-    /// The first rule that refuses `origin`.
-    #[inline]
-    pub(crate) fn refusing(&self, origin: &str) -> Option<&Arc<AuthorityRule>> {
-        match self {
-            Found::One(rule) => (!rule.admits(origin)).then_some(*rule),
-            Found::Matched(rules) => rules.iter().find(|r| !r.admits(origin)),
-        }
-    }
+    /// Resource id → the exact rule and the matching regex rules, in check order.
+    by_resource: ResourceTable<Box<[Arc<AuthorityRule>]>>,
 }
 
 impl AuthoritySnapshot {
@@ -52,22 +30,18 @@ impl AuthoritySnapshot {
         self.in_order.is_empty()
     }
 
-    /// The rules that apply to `resource`.
+    /// The rules that apply to `resource` (resolved on its first entry under this snapshot, then found
+    /// by its id).
     #[inline]
-    pub(crate) fn rules_for(&self, resource: &str) -> Option<Found<'_>> {
-        if self.regex.is_empty() {
-            return self.exact.get(resource).map(Found::One);
-        }
-        if let Some(found) = self.matched.load().get(resource) {
-            return (!found.is_empty()).then(|| Found::Matched(found.clone()));
-        }
-        self.match_regex(resource)
+    pub(crate) fn rules_of(&self, resource: &Resource) -> &[Arc<AuthorityRule>] {
+        self.by_resource
+            .get_or_init(resource.id, || self.resolve(&resource.name))
+            .map_or(&[], |rules| &**rules)
     }
 
     #[cold]
-    fn match_regex(&self, resource: &str) -> Option<Found<'_>> {
-        let rules: Applicable = self
-            .exact
+    fn resolve(&self, resource: &str) -> Box<[Arc<AuthorityRule>]> {
+        self.exact
             .get(resource)
             .into_iter()
             .cloned()
@@ -77,14 +51,7 @@ impl AuthoritySnapshot {
                     .filter(|(re, _)| re.is_match(resource))
                     .map(|(_, rule)| rule.clone()),
             )
-            .collect();
-        {
-            let _guard = self.matched_lock.lock().unwrap_or_else(|e| e.into_inner());
-            let mut next = (**self.matched.load()).clone();
-            next.insert(Box::from(resource), rules.clone());
-            self.matched.store(Arc::new(next));
-        }
-        (!rules.is_empty()).then_some(Found::Matched(rules))
+            .collect()
     }
 
     /// Whether some rule names `resource` (exactly or by regex).
@@ -146,8 +113,7 @@ impl AuthorityRules {
                 in_order,
                 exact,
                 regex,
-                matched: ArcSwap::default(),
-                matched_lock: Mutex::new(()),
+                by_resource: ResourceTable::default(),
             }),
             in_force,
         );

@@ -28,10 +28,11 @@ impl Slot for AuthoritySlot {
         if snapshot.is_empty() {
             return Ok(());
         }
-        let Some(found) = snapshot.rules_for(cx.resource()) else {
-            return Ok(());
-        };
-        match found.refusing(cx.origin) {
+        let refusing = snapshot
+            .rules_of(cx.resource)
+            .iter()
+            .find(|rule| !rule.admits(cx.origin));
+        match refusing {
             None => Ok(()),
             Some(rule) => Err(cx
                 .block(BlockKind::Authority)
