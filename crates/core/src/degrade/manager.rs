@@ -13,6 +13,7 @@
 //! Readers (every entry) load the snapshot without a lock and find a resource's breakers by its id in a
 //! table the snapshot fills on the resource's first entry.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use regex::Regex;
@@ -176,6 +177,10 @@ impl DegradeSnapshot {
 #[derive(Debug, Default)]
 pub(crate) struct DegradeRules {
     snapshot: Published<DegradeSnapshot>,
+    /// Whether any rule names resources (exactly or by regex): the degrade slot's work.
+    own_in_force: AtomicBool,
+    /// Whether any default (`"*"`) rule is in force: the default circuit-breaker slot's work.
+    defaults_in_force: AtomicBool,
     load_lock: Mutex<()>,
     pub(crate) observers: Arc<Observers>,
 }
@@ -185,6 +190,18 @@ impl DegradeRules {
     #[inline]
     pub(crate) fn in_force(&self) -> bool {
         self.snapshot.in_force()
+    }
+
+    /// Whether any default (`"*"`) rule is in force, or any rule of a resource's own when `defaults` is
+    /// false (one relaxed load each, so the slot without rules of its kind skips the snapshot).
+    #[inline]
+    pub(crate) fn in_force_for(&self, defaults: bool) -> bool {
+        let flag = if defaults {
+            &self.defaults_in_force
+        } else {
+            &self.own_in_force
+        };
+        flag.load(Ordering::Relaxed)
     }
 
     /// The rules in force.
@@ -226,6 +243,7 @@ impl DegradeRules {
             }
         }
         let in_force = !in_order.is_empty();
+        let (own, any_default) = (!exact.is_empty() || !regex.is_empty(), !defaults.is_empty());
         self.snapshot.store(
             Arc::new(DegradeSnapshot {
                 in_order,
@@ -237,6 +255,8 @@ impl DegradeRules {
             }),
             in_force,
         );
+        self.own_in_force.store(own, Ordering::Release);
+        self.defaults_in_force.store(any_default, Ordering::Release);
         Ok(())
     }
 }

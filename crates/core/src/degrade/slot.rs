@@ -109,7 +109,7 @@ impl Slot for DefaultCircuitBreakerSlot {
 
 #[inline]
 fn entry(cx: &mut SlotContext<'_>, which: Which) -> Result<(), BlockError> {
-    if !cx.engine.degrade.in_force() {
+    if !cx.engine.degrade.in_force_for(which == Which::Default) {
         return Ok(());
     }
     let snapshot = cx.engine.degrade.snapshot();
@@ -165,7 +165,7 @@ fn exit(cx: &mut ExitContext<'_>, which: Which) {
             probes = true;
         }
     }
-    if !cx.engine.degrade.in_force() {
+    if !cx.engine.degrade.in_force_for(which == Which::Default) {
         return;
     }
     let snapshot = cx.engine.degrade.snapshot();
