@@ -358,7 +358,7 @@ fn regex_rules_match_resource_names() {
 
 #[test]
 fn rules_reach_resources_entered_before_and_after_a_load() {
-    // Each resource keeps its own resolved rules; a load must re-resolve the ones already entered.
+    // A resource's rules are resolved per snapshot: a load must reach the ones already entered.
     let (_clock, fg) = engine();
     assert_eq!(burst(&fg, "old", 3), 3, "no rule yet");
     assert_eq!(burst(&fg, "GET:/api/old", 3), 3);
@@ -383,8 +383,8 @@ fn rules_reach_resources_entered_before_and_after_a_load() {
 
 #[test]
 fn a_load_racing_resource_creation_reaches_every_resource() {
-    // Resources created on other threads while rules are loaded must all end up limited: no resource
-    // may keep the (empty) rules it resolved before the load.
+    // Resources created (and their rules resolved) on other threads while rules are loaded must all end
+    // up limited: none may keep the empty rules it resolved under the snapshot before the load.
     for _round in 0..20 {
         let (_clock, fg) = engine();
         std::thread::scope(|s| {

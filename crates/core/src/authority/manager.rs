@@ -13,7 +13,7 @@ use rustc_hash::FxHashMap;
 
 use super::rule::AuthorityRule;
 use crate::engine::Resource;
-use crate::rules::{Published, ResourceTable, RuleError, whole_name_regex};
+use crate::rules::{Published, ResourceTable, RuleError, applicable, whole_name_regex};
 
 /// An immutable set of authority rules.
 #[derive(Debug, Default)]
@@ -41,17 +41,7 @@ impl AuthoritySnapshot {
 
     #[cold]
     fn resolve(&self, resource: &str) -> Box<[Arc<AuthorityRule>]> {
-        self.exact
-            .get(resource)
-            .into_iter()
-            .cloned()
-            .chain(
-                self.regex
-                    .iter()
-                    .filter(|(re, _)| re.is_match(resource))
-                    .map(|(_, rule)| rule.clone()),
-            )
-            .collect()
+        applicable(self.exact.get(resource).cloned(), &self.regex, resource).into_boxed_slice()
     }
 
     /// Whether some rule names `resource` (exactly or by regex).

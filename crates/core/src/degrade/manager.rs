@@ -23,7 +23,7 @@ use super::breaker::Breaker;
 use super::observer::{BreakerStatus, Observers};
 use super::rule::DegradeRule;
 use crate::engine::Resource;
-use crate::rules::{Published, ResourceTable, RuleError, carry_over, whole_name_regex};
+use crate::rules::{Published, ResourceTable, RuleError, applicable, carry_over, whole_name_regex};
 
 /// The breakers of one rule.
 #[derive(Debug)]
@@ -124,19 +124,11 @@ impl DegradeSnapshot {
 
     #[cold]
     fn resolve(&self, name: &Arc<str>) -> Resolved {
-        let mut explicit: Vec<Arc<Breaker>> = self
-            .exact
-            .get(&**name)
-            .into_iter()
-            .flatten()
+        let exact = self.exact.get(&**name).into_iter().flatten().cloned();
+        let explicit: Vec<Arc<Breaker>> = applicable(exact, &self.regex, name)
+            .iter()
             .map(|s| s.breaker_for(name, &self.observers))
             .collect();
-        explicit.extend(
-            self.regex
-                .iter()
-                .filter(|(re, _)| re.is_match(name))
-                .map(|(_, s)| s.breaker_for(name, &self.observers)),
-        );
         let defaults = if explicit.is_empty() {
             self.defaults
                 .iter()

@@ -18,7 +18,7 @@ use super::{
     RejectController, ThrottlingController, WarmUpController, WarmUpRateLimiterController,
 };
 use crate::engine::Resource;
-use crate::rules::{Published, ResourceTable, RuleError, carry_over, whole_name_regex};
+use crate::rules::{Published, ResourceTable, RuleError, applicable, carry_over, whole_name_regex};
 
 /// How a rule shapes traffic, with its state.
 #[derive(Debug)]
@@ -192,14 +192,8 @@ impl FlowSnapshot {
 
     #[cold]
     fn resolve(&self, resource: &str) -> Option<ResourceRules> {
-        let mut rules: Vec<Arc<FlowRuleState>> =
-            self.exact.get(resource).cloned().unwrap_or_default();
-        rules.extend(
-            self.regex
-                .iter()
-                .filter(|(re, _)| re.is_match(resource))
-                .map(|(_, s)| s.clone()),
-        );
+        let exact = self.exact.get(resource).into_iter().flatten().cloned();
+        let rules = applicable(exact, &self.regex, resource);
         (!rules.is_empty()).then(|| ResourceRules::new(rules))
     }
 

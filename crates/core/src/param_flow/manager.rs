@@ -21,7 +21,7 @@ use super::token_bucket::TokenBucket;
 use crate::engine::Resource;
 use crate::flow::{ControlBehavior, FlowGrade};
 use crate::param::{ParamValue, StoredValue};
-use crate::rules::{ResourceTable, RuleError, carry_over, whole_name_regex};
+use crate::rules::{ResourceTable, RuleError, applicable, carry_over, whole_name_regex};
 
 /// Sentinel's base cache size per second of window (`BASE_PARAM_MAX_CAPACITY`).
 const BASE_CAPACITY: u64 = 4000;
@@ -301,13 +301,8 @@ impl ParamSnapshot {
 
     #[cold]
     fn resolve(&self, resource: &str) -> Option<ResourceParamRules> {
-        let mut rules = self.exact.get(resource).cloned().unwrap_or_default();
-        rules.extend(
-            self.regex
-                .iter()
-                .filter(|(re, _)| re.is_match(resource))
-                .map(|(_, s)| s.clone()),
-        );
+        let exact = self.exact.get(resource).into_iter().flatten().cloned();
+        let rules = applicable(exact, &self.regex, resource);
         (!rules.is_empty()).then_some(rules)
     }
 

@@ -21,7 +21,7 @@ pub(crate) use checks::{ClusterFields, check_cluster_fields, check_rule_head};
 pub(crate) use json::{RuleFields, parse_rule_array, rule_head, to_json_array};
 pub(crate) use published::Published;
 pub(crate) use reload::{carry_over, whole_name_regex};
-pub(crate) use resource_table::ResourceTable;
+pub(crate) use resource_table::{ResourceTable, applicable};
 
 /// The kinds of rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

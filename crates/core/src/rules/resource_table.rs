@@ -5,7 +5,9 @@
 //! starts empty and resolves every resource afresh, on its first entry under the new rules. Slots live in chunks of growing size (the same layout as the
 //! engine's arena), allocated when the first id in them is seen.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
+
+use regex::Regex;
 
 use crate::arena::{BASE, CHUNKS, locate};
 
@@ -35,6 +37,24 @@ impl<T> ResourceTable<T> {
             .get_or_init(|| (0..BASE << chunk).map(|_| OnceLock::new()).collect());
         Some(slots.get(offset)?.get_or_init(init))
     }
+}
+
+/// What a table holds for the resource `name`: the rules naming it (`exact`), then every regex rule
+/// whose expression matches the whole name, in load order.
+pub(crate) fn applicable<S>(
+    exact: impl IntoIterator<Item = Arc<S>>,
+    regex: &[(Regex, Arc<S>)],
+    name: &str,
+) -> Vec<Arc<S>> {
+    exact
+        .into_iter()
+        .chain(
+            regex
+                .iter()
+                .filter(|(re, _)| re.is_match(name))
+                .map(|(_, s)| s.clone()),
+        )
+        .collect()
 }
 
 #[cfg(test)]
