@@ -719,6 +719,45 @@ fn default_rules_apply_per_resource_without_rules_of_their_own() {
 }
 
 #[test]
+fn each_breaker_slot_follows_its_own_kind_of_rules_across_reloads() {
+    // The own-rules slot and the default-rules slot skip their work while no rule of their kind is in
+    // force: switching between a default-only and an own-only list must switch which breakers apply.
+    let (clock, fg) = engine();
+    let trips_on_one_error = |resource: &str| {
+        format!(
+            r#"[{{"resource":"{resource}","grade":2,"count":0,"minRequestAmount":1,"timeWindow":5}}]"#
+        )
+    };
+    load(&fg, &trips_on_one_error("*"));
+    assert!(call_err(&clock, &fg, "a", true, 0));
+    assert!(!call(&clock, &fg, "a", 0), "default breaker open");
+
+    load(&fg, &trips_on_one_error("own"));
+    assert!(
+        call_err(&clock, &fg, "a", true, 0),
+        "no default rule any more"
+    );
+    assert!(call_err(&clock, &fg, "a", true, 0));
+    assert!(call_err(&clock, &fg, "own", true, 0));
+    assert!(!call(&clock, &fg, "own", 0), "own breaker open");
+
+    load(&fg, &trips_on_one_error("*"));
+    assert!(
+        call(&clock, &fg, "own", 0),
+        "own rule gone: a fresh default breaker"
+    );
+    assert!(call_err(&clock, &fg, "own", true, 0));
+    assert!(
+        !call(&clock, &fg, "own", 0),
+        "the default breaker applies to it now"
+    );
+
+    load(&fg, "[]");
+    assert!(call_err(&clock, &fg, "own", true, 0));
+    assert!(call(&clock, &fg, "own", 0), "no breaker at all");
+}
+
+#[test]
 fn regex_rules_drive_a_breaker_per_matching_resource() {
     let (clock, fg) = engine();
     fg.load_degrade_rules([DegradeRule::error_count("^GET:/api/.*", 0.0)

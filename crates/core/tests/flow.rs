@@ -155,6 +155,59 @@ fn limit_app_default_other_and_specific() {
 }
 
 #[test]
+fn limit_app_with_relate_and_chain_strategies() {
+    // A specific caller with RELATE reads the related resource's node, for that caller only.
+    let (_clock, fg) = engine();
+    load(
+        &fg,
+        r#"[{"resource":"write","limitApp":"appA","strategy":1,"refResource":"read","count":2}]"#,
+    );
+    burst(&fg, "read", 2);
+    let write_from = |origin: &'static str| fg.entry("write").origin(origin).enter().is_ok();
+    assert!(!write_from("appA"), "read is at 2 QPS");
+    assert!(write_from("appB"), "the rule is appA's");
+    assert!(fg.entry("write").enter().is_ok(), "no origin");
+
+    // `other` with CHAIN: callers no rule names, in the chain's context only.
+    let (_clock, fg) = engine();
+    load(
+        &fg,
+        r#"[{"resource":"R","limitApp":"other","strategy":2,"refResource":"ctxA","count":1},
+            {"resource":"R","limitApp":"appA","count":100}]"#,
+    );
+    fg.context("ctxA").run(|| {
+        assert!(fg.entry("R").origin("appB").enter().is_ok());
+        assert!(
+            fg.entry("R").origin("appB").enter().is_err(),
+            "R's node in ctxA: 1"
+        );
+        assert!(
+            fg.entry("R").origin("appA").enter().is_ok(),
+            "appA is named"
+        );
+    });
+    assert!(
+        fg.entry("R").origin("appB").enter().is_ok(),
+        "another context"
+    );
+
+    // An origin named by a regex rule of the resource is not `other` either.
+    let (_clock, fg) = engine();
+    load(
+        &fg,
+        r#"[{"resource":"R.*","regex":true,"limitApp":"appA","count":100},
+            {"resource":"R","limitApp":"other","count":1}]"#,
+    );
+    let from = |origin: &'static str| {
+        (0..5)
+            .filter(|_| fg.entry("R").origin(origin).enter().is_ok())
+            .count()
+    };
+    assert_eq!(from("appA"), 5);
+    assert_eq!(from("appB"), 1);
+}
+
+#[test]
 fn all_rules_must_pass() {
     let (_clock, fg) = engine();
     load(

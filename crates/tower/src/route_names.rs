@@ -3,9 +3,12 @@
 //! The default name depends only on the method and the route template (or the gRPC path), so the layer
 //! keeps every name it has built in a copy-on-write map, read through `arc-swap`: a request whose route
 //! was seen before finds its name with one hash of the template and no lock, no allocation and no shared
-//! write. The map holds at most [`CAPACITY`] names; past that a name is formatted per request, so a
-//! flood of distinct gRPC paths cannot grow it without bound (the engine's resource cap still applies).
+//! write. The map holds at most [`CAPACITY`] names; past that a name is formatted per request (and the
+//! cache, once full, is not locked again), so a flood of distinct gRPC paths or extension methods — both
+//! chosen by clients — cannot grow it without bound nor make requests queue on its lock. The engine's
+//! resource cap still bounds the resources themselves.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
@@ -24,8 +27,10 @@ type Names = FxHashMap<Box<str>, Vec<(Option<Method>, Box<str>)>>;
 #[derive(Debug, Default)]
 pub(crate) struct RouteNames {
     names: ArcSwap<Names>,
-    /// Serializes inserts (readers never take it).
+    /// Serializes inserts (readers never take it); counts the names kept.
     insert: Mutex<usize>,
+    /// Set once [`CAPACITY`] names are kept: later misses format without locking.
+    full: AtomicBool,
 }
 
 impl RouteNames {
@@ -42,7 +47,9 @@ impl RouteNames {
         }
         drop(names);
         let name = parts.to_string();
-        self.remember(parts, &name);
+        if !self.full.load(Ordering::Relaxed) {
+            self.remember(parts, &name);
+        }
         f(&name)
     }
 
@@ -50,6 +57,7 @@ impl RouteNames {
     fn remember(&self, parts: NameParts<'_>, name: &str) {
         let mut count = self.insert.lock().unwrap_or_else(|e| e.into_inner());
         if *count >= CAPACITY {
+            self.full.store(true, Ordering::Relaxed);
             return;
         }
         let mut next = Names::clone(&self.names.load());
@@ -63,6 +71,9 @@ impl RouteNames {
         by_method.push((parts.method.cloned(), Box::from(name)));
         *count += 1;
         self.names.store(Arc::new(next));
+        if *count >= CAPACITY {
+            self.full.store(true, Ordering::Relaxed);
+        }
     }
 
     /// How many names are kept.
@@ -108,6 +119,10 @@ mod tests {
             assert_eq!(name(&cache, None, &route), route);
         }
         assert_eq!(cache.len(), CAPACITY);
+        assert!(
+            cache.full.load(Ordering::Relaxed),
+            "misses past the cap skip the lock"
+        );
         assert_eq!(name(&cache, None, "/r/5"), "/r/5", "cached");
         assert_eq!(
             name(&cache, None, "/late"),

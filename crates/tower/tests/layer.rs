@@ -263,3 +263,31 @@ async fn queueing_waits_are_awaited() {
         "waited on the tokio timer"
     );
 }
+
+#[tokio::test]
+async fn grpc_paths_and_the_method_fallback_name_resources_outside_axum_routes() {
+    // A plain tower service (no axum routing, so no route template): gRPC requests are named by their
+    // method path, others by `METHOD:/*` — the same names on a second request, from the layer's cache.
+    let (_clock, fg) = engine();
+    let service = tower::ServiceBuilder::new()
+        .layer(FloodgateLayer::new(fg.clone()))
+        .service(tower::service_fn(|_: Request<Body>| async {
+            Ok::<_, std::convert::Infallible>(axum::response::Response::new(Body::empty()))
+        }));
+    for _ in 0..2 {
+        let grpc = Request::post("/pkg.Orders/Get?ignored=1")
+            .header(header::CONTENT_TYPE, "application/grpc+proto")
+            .body(Body::empty())
+            .unwrap();
+        service.clone().oneshot(grpc).await.unwrap();
+        for path in ["/a/1", "/b/2"] {
+            let plain = Request::get(path).body(Body::empty()).unwrap();
+            service.clone().oneshot(plain).await.unwrap();
+        }
+    }
+    let mut names: Vec<String> = fg.resource_names().iter().map(|n| n.to_string()).collect();
+    names.sort();
+    assert_eq!(names, ["/pkg.Orders/Get", "GET:/*"]);
+    assert_eq!(fg.cluster_node("/pkg.Orders/Get").unwrap().pass_qps(), 2.0);
+    assert_eq!(fg.cluster_node("GET:/*").unwrap().pass_qps(), 4.0);
+}

@@ -13,6 +13,7 @@ use std::time::Duration;
 use regex::Regex;
 use rustc_hash::FxHashMap;
 
+use super::limit_app::LimitApp;
 use super::rule::{ControlBehavior, FlowGrade, FlowRule};
 use super::{
     RejectController, ThrottlingController, WarmUpController, WarmUpRateLimiterController,
@@ -108,27 +109,6 @@ impl FlowRuleState {
             }
         }
         status
-    }
-}
-
-/// Which callers a rule limits: its `limitApp`, classified once when the rule is loaded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum LimitApp {
-    /// `default`: every caller, read from the resource's cluster node.
-    Default,
-    /// `other`: callers no other rule of the resource names.
-    Other,
-    /// One named caller.
-    Specific,
-}
-
-impl LimitApp {
-    fn of(limit_app: &str) -> Self {
-        match limit_app {
-            "default" => LimitApp::Default,
-            "other" => LimitApp::Other,
-            _ => LimitApp::Specific,
-        }
     }
 }
 

@@ -2,6 +2,7 @@
 //! (reject, warm-up, uniform pacing, warm-up pacing).
 
 mod decision;
+mod limit_app;
 mod manager;
 mod reject;
 mod rule;

@@ -20,7 +20,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::decision::Decision;
-use super::manager::{Controller, FlowRuleState, LimitApp, ResourceRules};
+use super::limit_app::LimitApp;
+use super::manager::{Controller, FlowRuleState, ResourceRules};
 use super::rule::{FlowGrade, FlowStrategy};
 use crate::block::{BlockError, BlockKind, BlockRule};
 use crate::node::StatisticNode;

@@ -290,6 +290,12 @@ pub(crate) struct ParamSnapshot {
 }
 
 impl ParamSnapshot {
+    /// Whether some rule is a THREAD rule (entries then release counts at exit).
+    #[inline]
+    pub(crate) fn has_thread_rules(&self) -> bool {
+        self.has_thread
+    }
+
     /// The rules that apply to `resource` (exact, then regex), resolved on its first entry under this
     /// snapshot and then found by its id: an entry never looks its rules up by name.
     #[inline]

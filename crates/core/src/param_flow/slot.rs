@@ -151,7 +151,11 @@ impl Slot for ParamFlowSlot {
         if cx.args.is_empty() || !cx.engine.param_flow.any_thread() {
             return;
         }
-        if let Some(rules) = cx.engine.param_flow.snapshot().rules_of(cx.resource) {
+        let snapshot = cx.engine.param_flow.snapshot();
+        if !snapshot.has_thread_rules() {
+            return;
+        }
+        if let Some(rules) = snapshot.rules_of(cx.resource) {
             release(rules, cx.resource.id, cx.args, cx.now_ms);
         }
     }
@@ -165,7 +169,11 @@ impl Slot for ParamFlowSlot {
         if cx.args.is_empty() || !cx.engine.param_flow.any_thread() {
             return;
         }
-        if let Some(rules) = cx.engine.param_flow.snapshot().rules_of(cx.resource) {
+        let snapshot = cx.engine.param_flow.snapshot();
+        if !snapshot.has_thread_rules() {
+            return;
+        }
+        if let Some(rules) = snapshot.rules_of(cx.resource) {
             release(
                 rules,
                 cx.resource.id,

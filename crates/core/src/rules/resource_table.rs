@@ -1,13 +1,12 @@
 //! A table addressed by resource id: each slot is filled once, on the resource's first entry.
 //!
-//! Resource ids are dense (`0, 1, 2, …` in creation order), so the rules (or breakers) of a resource are
-//! found by indexing rather than by hashing its name. Each rule snapshot has its own table, so a load
-//! starts empty and resolves every resource afresh, on its first entry under the new rules. Slots live in chunks of growing size (the same layout as the
+//! Resource ids are dense (`0, 1, 2, …` in creation order), so the rules (or breakers) of a
+//! resource are found by indexing rather than by hashing its name. Each rule snapshot has its own
+//! table, so a load starts empty and resolves every resource afresh, on its first entry under the
+//! new rules. Slots live in chunks of growing size (the same layout as the
 //! engine's arena), allocated when the first id in them is seen.
 
-use std::sync::{Arc, OnceLock};
-
-use regex::Regex;
+use std::sync::OnceLock;
 
 use crate::arena::{BASE, CHUNKS, locate};
 
@@ -37,24 +36,6 @@ impl<T> ResourceTable<T> {
             .get_or_init(|| (0..BASE << chunk).map(|_| OnceLock::new()).collect());
         Some(slots.get(offset)?.get_or_init(init))
     }
-}
-
-/// What a table holds for the resource `name`: the rules naming it (`exact`), then every regex rule
-/// whose expression matches the whole name, in load order.
-pub(crate) fn applicable<S>(
-    exact: impl IntoIterator<Item = Arc<S>>,
-    regex: &[(Regex, Arc<S>)],
-    name: &str,
-) -> Vec<Arc<S>> {
-    exact
-        .into_iter()
-        .chain(
-            regex
-                .iter()
-                .filter(|(re, _)| re.is_match(name))
-                .map(|(_, s)| s.clone()),
-        )
-        .collect()
 }
 
 #[cfg(test)]

@@ -347,7 +347,8 @@ impl LeapArray {
     /// Sum of `event` over the `sample_count` windows ending with `window`. On the hot path of every QPS
     /// check, so it reads every cell of the event once, in memory order, with no slot arithmetic: the
     /// windows summed are exactly the tags `t` with `window − t < sample_count` (on the tag circle), and
-    /// each of them can only live in its own slot.
+    /// each of them can only live in its own slot — modulo 32-bit tag aliasing, which needs a cell left
+    /// untouched for 2³² windows (68 years of 500 ms windows).
     #[inline]
     fn sum_to(&self, window: u64, event: Event) -> u64 {
         let current = window as u32;
@@ -481,6 +482,52 @@ mod tests {
     use super::*;
 
     const T0: u64 = 1_700_000_000_000; // a multiple of 1000
+
+    /// The rolled sum by its definition: the value of each of the `sample_count` windows ending with the
+    /// current one (borrowed passes included for `Pass`), window by window.
+    fn reference_sum(a: &LeapArray, now: u64, event: Event) -> u64 {
+        a.rolled_windows(now)
+            .map(|w| a.window_value(w, event))
+            .sum()
+    }
+
+    #[test]
+    fn the_flat_sum_equals_the_window_by_window_definition() {
+        // Windows of 7 ms; clocks that start at 0 and just before the 32-bit tag wraps (once and five
+        // times); writes spread over the past, present and future (stale and borrowed cells included).
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move |bound: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % bound
+        };
+        for sample_count in [1u32, 2, 3, 10, 60] {
+            let length = 7;
+            for first_window in [0u64, 1, 2, (1 << 32) - 70, (1 << 32) - 1, 5 * (1 << 32) - 3] {
+                let a = LeapArray::with_stripes(sample_count, length * u64::from(sample_count), 2)
+                    .unwrap();
+                let start = first_window * length;
+                let span = 3 * length * u64::from(sample_count);
+                for step in 0..400 {
+                    let t = start + next(span);
+                    let event = Event::ALL[(step % 3) as usize];
+                    a.add(t, step as usize, event, 1 + next(5) as u32);
+                    if step % 7 == 0 {
+                        a.add_borrowed(t + next(2 * length), 1);
+                    }
+                    let now = start + next(span + 2 * length);
+                    for event in [Event::Pass, Event::Block, Event::Success] {
+                        assert_eq!(
+                            a.sum(now, event),
+                            reference_sum(&a, now, event),
+                            "sample_count {sample_count}, first window {first_window}, now {now}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn geometry_is_validated() {

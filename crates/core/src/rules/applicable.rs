@@ -1,0 +1,51 @@
+//! Which rules apply to a resource: the rules naming it, then every regex rule whose expression
+//! matches its whole name, in load order. Every rule kind resolves a resource this way, once per
+//! resource and snapshot.
+
+use std::sync::Arc;
+
+use regex::Regex;
+
+/// The rules of the resource `name`: `exact` (the rules naming it), then the matching regex rules.
+pub(crate) fn applicable<S>(
+    exact: impl IntoIterator<Item = Arc<S>>,
+    regex: &[(Regex, Arc<S>)],
+    name: &str,
+) -> Vec<Arc<S>> {
+    exact
+        .into_iter()
+        .chain(
+            regex
+                .iter()
+                .filter(|(re, _)| re.is_match(name))
+                .map(|(_, s)| s.clone()),
+        )
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::whole_name_regex;
+
+    #[test]
+    fn exact_rules_first_then_whole_name_regex_matches_in_order() {
+        let regex = vec![
+            (whole_name_regex(0, "GET:/api/.*").unwrap(), Arc::new("api")),
+            (
+                whole_name_regex(1, "/api/.*").unwrap(),
+                Arc::new("substring"),
+            ),
+            (whole_name_regex(2, ".*").unwrap(), Arc::new("all")),
+        ];
+        fn names(rules: Vec<Arc<&'static str>>) -> Vec<&'static str> {
+            rules.iter().map(|s| **s).collect()
+        }
+        assert_eq!(
+            names(applicable([Arc::new("exact")], &regex, "GET:/api/a")),
+            ["exact", "api", "all"],
+            "a regex must match the whole name"
+        );
+        assert_eq!(names(applicable([], &regex, "POST:/x")), ["all"]);
+    }
+}
