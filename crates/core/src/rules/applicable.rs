@@ -30,22 +30,18 @@ mod tests {
 
     #[test]
     fn exact_rules_first_then_whole_name_regex_matches_in_order() {
+        // Rules are numbered: 0 names the resource, 1-3 are regex rules.
         let regex = vec![
-            (whole_name_regex(0, "GET:/api/.*").unwrap(), Arc::new("api")),
-            (
-                whole_name_regex(1, "/api/.*").unwrap(),
-                Arc::new("substring"),
-            ),
-            (whole_name_regex(2, ".*").unwrap(), Arc::new("all")),
+            (whole_name_regex(0, "GET:/api/.*").unwrap(), Arc::new(1)),
+            (whole_name_regex(1, "/api/.*").unwrap(), Arc::new(2)),
+            (whole_name_regex(2, ".*").unwrap(), Arc::new(3)),
         ];
-        fn names(rules: Vec<Arc<&'static str>>) -> Vec<&'static str> {
-            rules.iter().map(|s| **s).collect()
-        }
+        let numbers = |rules: Vec<Arc<i32>>| rules.iter().map(|r| **r).collect::<Vec<_>>();
         assert_eq!(
-            names(applicable([Arc::new("exact")], &regex, "GET:/api/a")),
-            ["exact", "api", "all"],
-            "a regex must match the whole name"
+            numbers(applicable([Arc::new(0)], &regex, "GET:/api/a")),
+            [0, 1, 3],
+            "exact first; a regex must match the whole name (2 only matches a substring)"
         );
-        assert_eq!(names(applicable([], &regex, "POST:/x")), ["all"]);
+        assert_eq!(numbers(applicable([], &regex, "POST:/x")), [3]);
     }
 }
