@@ -21,19 +21,44 @@ pub(crate) enum Naming {
     Custom(Arc<dyn Fn(&RequestHead<'_>) -> String + Send + Sync>),
 }
 
-/// Guards the services it wraps (see the [crate docs](crate)).
-#[derive(Clone)]
-pub struct FloodgateLayer<R = DefaultBlockResponse> {
+/// What a layer and the services it makes share, behind one `Arc`: axum applies a route layer and
+/// clones the service for every request, and each of those then costs one reference count.
+pub(crate) struct Shared<R> {
     pub(crate) fg: Floodgate,
     pub(crate) naming: Naming,
     pub(crate) origin_header: Option<HeaderName>,
-    pub(crate) on_block: R,
+    pub(crate) on_block: Arc<R>,
 }
 
-impl fmt::Debug for FloodgateLayer {
+impl<R> Shared<R> {
+    /// A copy to change (a layer cloned while it was being built keeps the original).
+    fn duplicate(&self) -> Self {
+        Shared {
+            fg: self.fg.clone(),
+            naming: self.naming.clone(),
+            origin_header: self.origin_header.clone(),
+            on_block: self.on_block.clone(),
+        }
+    }
+}
+
+/// Guards the services it wraps (see the [crate docs](crate)).
+pub struct FloodgateLayer<R = DefaultBlockResponse> {
+    pub(crate) shared: Arc<Shared<R>>,
+}
+
+impl<R> Clone for FloodgateLayer<R> {
+    fn clone(&self) -> Self {
+        FloodgateLayer {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<R> fmt::Debug for FloodgateLayer<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FloodgateLayer")
-            .field("origin_header", &self.origin_header)
+            .field("origin_header", &self.shared.origin_header)
             .finish_non_exhaustive()
     }
 }
@@ -42,43 +67,58 @@ impl FloodgateLayer {
     /// A layer on `fg` with the default resource names and block responses.
     pub fn new(fg: Floodgate) -> Self {
         FloodgateLayer {
-            fg,
-            naming: Naming::Route(Arc::default()),
-            origin_header: None,
-            on_block: DefaultBlockResponse,
+            shared: Arc::new(Shared {
+                fg,
+                naming: Naming::Route(Arc::default()),
+                origin_header: None,
+                on_block: Arc::new(DefaultBlockResponse),
+            }),
         }
     }
 }
 
 impl<R> FloodgateLayer<R> {
+    fn into_shared(self) -> Shared<R> {
+        Arc::try_unwrap(self.shared).unwrap_or_else(|shared| shared.duplicate())
+    }
+
+    fn edit(self, change: impl FnOnce(&mut Shared<R>)) -> Self {
+        let mut shared = self.into_shared();
+        change(&mut shared);
+        FloodgateLayer {
+            shared: Arc::new(shared),
+        }
+    }
+
     /// Names resources with `f` instead of the route template.
     pub fn resource_fn(
-        mut self,
+        self,
         f: impl Fn(&RequestHead<'_>) -> String + Send + Sync + 'static,
     ) -> Self {
-        self.naming = Naming::Custom(Arc::new(f));
-        self
+        self.edit(|s| s.naming = Naming::Custom(Arc::new(f)))
     }
 
     /// Takes the caller's origin from header `name` (absent or invalid: no origin).
-    pub fn origin_header(mut self, name: &'static str) -> Self {
-        self.origin_header = Some(HeaderName::from_static(name));
-        self
+    pub fn origin_header(self, name: &'static str) -> Self {
+        self.edit(|s| s.origin_header = Some(HeaderName::from_static(name)))
     }
 
     /// Answers blocked requests with `on_block` (a [`BlockResponse`](crate::BlockResponse), e.g. a
     /// closure `|block: &BlockError| -> Response<B>`).
     pub fn on_block<R2>(self, on_block: R2) -> FloodgateLayer<R2> {
+        let shared = self.into_shared();
         FloodgateLayer {
-            fg: self.fg,
-            naming: self.naming,
-            origin_header: self.origin_header,
-            on_block,
+            shared: Arc::new(Shared {
+                fg: shared.fg,
+                naming: shared.naming,
+                origin_header: shared.origin_header,
+                on_block: Arc::new(on_block),
+            }),
         }
     }
 }
 
-impl<S, R: Clone> Layer<S> for FloodgateLayer<R> {
+impl<S, R> Layer<S> for FloodgateLayer<R> {
     type Service = service::Floodgate<S, R>;
 
     fn layer(&self, inner: S) -> Self::Service {

@@ -13,10 +13,18 @@ use crate::resource::{NameParts, RequestHead};
 use crate::response::BlockResponse;
 
 /// A service guarded by Floodgate (made by [`FloodgateLayer`]).
-#[derive(Clone)]
 pub struct Floodgate<S, R> {
     pub(crate) inner: S,
     pub(crate) layer: FloodgateLayer<R>,
+}
+
+impl<S: Clone, R> Clone for Floodgate<S, R> {
+    fn clone(&self) -> Self {
+        Floodgate {
+            inner: self.inner.clone(),
+            layer: self.layer.clone(),
+        }
+    }
 }
 
 impl<S: fmt::Debug, R> fmt::Debug for Floodgate<S, R> {
@@ -66,29 +74,30 @@ where
         };
         let origin = self
             .layer
+            .shared
             .origin_header
             .as_ref()
             .and_then(|h| request.headers().get(h))
             .and_then(|v| v.to_str().ok())
             .unwrap_or("");
-        let fg = &self.layer.fg;
+        let fg = &self.layer.shared.fg;
         let enter = |resource: &str| {
             fg.entry(resource)
                 .origin(origin)
                 .entry_type(EntryType::In)
                 .enter_owned()
         };
-        let admitted = match &self.layer.naming {
+        let admitted = match &self.layer.shared.naming {
             Naming::Route(names) => names.with(NameParts::of(&head), enter),
             Naming::Custom(name) => enter(&name(&head)),
         };
         match admitted {
             Ok(entry) => {
                 let wait = entry.waited();
-                let sleeps = self.layer.fg.clock().sleeps();
+                let sleeps = self.layer.shared.fg.clock().sleeps();
                 ResponseFuture::admitted(entry, self.inner.call(request), wait, sleeps)
             }
-            Err(block) => ResponseFuture::blocked(self.layer.on_block.respond(&block)),
+            Err(block) => ResponseFuture::blocked(self.layer.shared.on_block.respond(&block)),
         }
     }
 }
