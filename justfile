@@ -21,11 +21,13 @@ lint:
 bench:
     cargo bench -p floodgate-core --bench entry -- --warm-up-time 1 --measurement-time 3
     cargo bench -p floodgate-core --bench flow -- --warm-up-time 1 --measurement-time 3
+    cargo bench -p floodgate-core --bench flow_added
     cargo bench -p floodgate-core --bench degrade -- --warm-up-time 1 --measurement-time 3
     cargo bench -p floodgate-core --bench system -- --warm-up-time 1 --measurement-time 3
     cargo bench -p floodgate-core --bench param_flow -- --warm-up-time 1 --measurement-time 3
     cargo bench -p floodgate-core --bench memory
     cargo bench -p floodgate-transport --bench agent -- --warm-up-time 1 --measurement-time 3
+    cargo bench -p floodgate-tower --features axum --bench layer -- --warm-up-time 1 --measurement-time 3
 
 # Format the code.
 fmt:

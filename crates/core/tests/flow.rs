@@ -643,3 +643,39 @@ fn inbound_and_origin_rules_combine() {
     assert_eq!(fg.origin_node("R", "web").unwrap().block_qps(), 3.0);
     assert_eq!(fg.inbound_node().block_qps(), 3.0);
 }
+
+/// A manual clock whose `sleep` panics (a user clock may).
+#[derive(Debug, Clone)]
+struct PanickingSleep(ManualClock);
+
+impl floodgate_core::Clock for PanickingSleep {
+    fn now_nanos(&self) -> u64 {
+        self.0.now_nanos()
+    }
+    fn sleep(&self, _: Duration) {
+        panic!("this clock cannot sleep");
+    }
+}
+
+#[test]
+fn an_entry_whose_queueing_sleep_panics_still_exits() {
+    // `enter()` sleeps a rate limiter's wait before it hands the entry out; if the clock's sleep
+    // panics, the admitted call must still be counted as finished (concurrency back to 0).
+    let clock = ManualClock::new(T0);
+    let fg = Floodgate::builder().clock(PanickingSleep(clock)).build();
+    load(
+        &fg,
+        r#"[{"resource":"R","count":10,"controlBehavior":2,"maxQueueingTimeMs":500}]"#,
+    );
+    drop(fg.entry("R").enter().expect("the first call does not wait"));
+    let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        drop(fg.entry("R").enter());
+    }));
+    assert!(
+        waited.is_err(),
+        "the second call waits 100 ms: the clock panics"
+    );
+    let node = fg.cluster_node("R").unwrap();
+    assert_eq!(node.cur_thread_num(), 0, "the panicked entry exited");
+    assert_eq!(node.total_success(), 2);
+}

@@ -14,7 +14,7 @@ use regex::Regex;
 use rustc_hash::FxHashMap;
 
 use super::limit_app::LimitApp;
-use super::rule::{ControlBehavior, FlowGrade, FlowRule};
+use super::rule::{ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
 use super::{
     RejectController, ThrottlingController, WarmUpController, WarmUpRateLimiterController,
 };
@@ -117,6 +117,12 @@ impl FlowRuleState {
 pub(crate) struct FlowRuleState {
     pub(crate) rule: Arc<FlowRule>,
     pub(crate) limit_app: LimitApp,
+    /// Whether this process checks the rule: a local rule, or a cluster rule that falls back to local
+    /// (no token server is configured).
+    pub(crate) checked_locally: bool,
+    /// Whether the rule reads the resource's cluster node whoever calls (`limitApp` `default`, strategy
+    /// DIRECT: the common rule, which needs no node selection).
+    pub(crate) reads_cluster_node: bool,
     pub(crate) controller: Controller,
 }
 
@@ -239,6 +245,13 @@ impl FlowRules {
             |rule| FlowRuleState {
                 controller: Controller::new(&rule, self.cold_factor),
                 limit_app: LimitApp::of(&rule.limit_app),
+                reads_cluster_node: LimitApp::of(&rule.limit_app) == LimitApp::Default
+                    && rule.strategy == FlowStrategy::Direct,
+                checked_locally: !rule.cluster_mode
+                    || rule
+                        .cluster_config
+                        .as_ref()
+                        .is_some_and(|c| c.fallback_to_local_when_fail),
                 rule: Arc::new(rule),
             },
         );

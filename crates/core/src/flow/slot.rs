@@ -59,6 +59,8 @@ impl Slot for FlowSlot {
 
 crate::register_slot!("flow", order::FLOW, || Arc::new(FlowSlot));
 
+#[cold]
+#[inline(never)]
 fn block(cx: &SlotContext<'_>, state: &FlowRuleState) -> BlockError {
     cx.block(BlockKind::Flow)
         .with_rule(state.rule.clone() as Arc<dyn BlockRule>)
@@ -70,28 +72,46 @@ fn check(
     state: &FlowRuleState,
     all: &ResourceRules,
 ) -> Result<(), BlockError> {
-    let rule = &*state.rule;
-    if rule.cluster_mode
-        && !rule
-            .cluster_config
-            .as_ref()
-            .is_some_and(|c| c.fallback_to_local_when_fail)
-    {
+    if !state.checked_locally {
         return Ok(());
     }
+    let node = if state.reads_cluster_node {
+        &cx.resource.cluster.stats
+    } else {
+        match select_node(cx, state, all) {
+            Some(node) => node,
+            None => return Ok(()),
+        }
+    };
+    if let Controller::Reject(c) = &state.controller {
+        // The common rule, checked inline; every other case below, out of line.
+        let used = match state.rule.grade {
+            FlowGrade::Thread => node.cur_thread_num() as f64,
+            FlowGrade::Qps => node.pass_qps_floor(cx.at) as f64,
+        };
+        if c.can_pass(used, cx.count) {
+            return Ok(());
+        }
+    }
+    shape(cx, state, all)
+}
+
+/// Every decision but an immediate reject-controller pass: a rejection (or a prioritized borrow), and
+/// the pacing and warm-up controllers.
+#[inline(never)]
+fn shape(
+    cx: &mut SlotContext<'_>,
+    state: &FlowRuleState,
+    all: &ResourceRules,
+) -> Result<(), BlockError> {
     let Some(node) = select_node(cx, state, all) else {
         return Ok(());
     };
     let (now, acquire) = (cx.now_ms, cx.count);
+    let rule = &*state.rule;
     let decision = match &state.controller {
-        Controller::Reject(c) => {
-            let used = match rule.grade {
-                FlowGrade::Thread => node.cur_thread_num() as f64,
-                FlowGrade::Qps => node.pass_qps_floor(cx.at) as f64,
-            };
-            if c.can_pass(used, acquire) {
-                Decision::PASS_NOW
-            } else if cx.prioritized && rule.grade == FlowGrade::Qps {
+        Controller::Reject(_) => {
+            if cx.prioritized && rule.grade == FlowGrade::Qps {
                 let timeout = cx.engine.config.occupy_timeout_ms;
                 let wait = node.try_occupy_next(now, acquire, rule.count, timeout);
                 if wait < timeout {

@@ -34,7 +34,7 @@
 //! records passes borrowed from a future window, they count as passes of that window when it comes, and
 //! [`LeapArray::current_waiting`] sums the borrowed passes whose window has not started yet.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 
 use thiserror::Error;
 
@@ -131,6 +131,8 @@ pub(crate) struct LeapArray {
     stripes: usize,
     slots: Box<[Stripe]>,
     borrowed: Box<[AtomicU64]>,
+    /// Whether anything was ever borrowed: until then a pass sum skips the borrowed cells.
+    ever_borrowed: AtomicBool,
 }
 
 impl LeapArray {
@@ -169,6 +171,7 @@ impl LeapArray {
             stripes,
             slots: (0..n * stripes).map(|_| Stripe::default()).collect(),
             borrowed: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            ever_borrowed: AtomicBool::new(false),
         })
     }
 
@@ -255,6 +258,9 @@ impl LeapArray {
 
     /// Borrows `n` passes from the window containing the future time `future_t`.
     pub(crate) fn add_borrowed(&self, future_t: u64, n: u32) -> AddOutcome {
+        if !self.ever_borrowed.load(Ordering::Relaxed) {
+            self.ever_borrowed.store(true, Ordering::Relaxed);
+        }
         let window = self.window_of(future_t);
         cell::add(&self.borrowed[self.slot(window)], window as u32, n)
     }
@@ -362,7 +368,7 @@ impl LeapArray {
             .iter()
             .map(|s| in_span(&s.cells[event as usize]))
             .sum();
-        if event == Event::Pass {
+        if event == Event::Pass && self.ever_borrowed.load(Ordering::Relaxed) {
             total += self.borrowed.iter().map(in_span).sum::<u64>();
         }
         total
