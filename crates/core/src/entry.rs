@@ -116,7 +116,7 @@ impl<'a> EntryBuilder<'a> {
     /// Runs the slot chain. A queueing wait a slot asked for is slept through the engine's clock.
     #[inline]
     pub fn enter(self) -> Result<Entry<'a>, BlockError> {
-        self.admit(true)
+        self.admit(true, |active| Entry { active })
     }
 
     /// Runs the slot chain and returns an entry that owns a handle to the engine, for `'static` futures
@@ -125,8 +125,7 @@ impl<'a> EntryBuilder<'a> {
     /// allocates).
     pub fn enter_owned(self) -> Result<OwnedEntry, BlockError> {
         let engine = self.engine.handle();
-        let entry = self.admit(false)?;
-        Ok(OwnedEntry::detach(engine, entry))
+        self.admit(false, |active| OwnedEntry::detach(engine, active))
     }
 
     /// Runs the slot chain; a queueing wait is awaited with a tokio timer (never slept on the worker).
@@ -135,7 +134,7 @@ impl<'a> EntryBuilder<'a> {
     #[cfg(feature = "tokio")]
     pub async fn enter_async(self) -> Result<Entry<'a>, BlockError> {
         let engine = self.engine;
-        let entry = self.admit(false)?;
+        let entry = self.admit(false, |active| Entry { active })?;
         let waited = entry.waited();
         if !waited.is_zero() && engine.clock.sleeps() {
             tokio::time::sleep(waited).await;
@@ -143,21 +142,26 @@ impl<'a> EntryBuilder<'a> {
         Ok(entry)
     }
 
-    /// Runs the chain and builds the entry. `on_thread` (for [`enter`](Self::enter)): the entry becomes
-    /// the thread's current one, and a queueing wait is slept here, before the entry is built, so that
-    /// the entry is built once, in the caller's place: inspecting it after building it cost a 176-byte
-    /// move per call (≈ 10 ns).
+    /// Runs the chain and hands the admitted state (`None`: not counted) to `finish`, which makes the
+    /// entry of the caller's kind. `on_thread` (for [`enter`](Self::enter)): the entry becomes the
+    /// thread's current one, and a queueing wait is slept here, before the entry is made, so that the
+    /// entry is made once, in the caller's place: inspecting it after making it (and, for an owned
+    /// entry, taking it out of a `Result` to detach it) cost a 176-byte move per call, ≈ 10 ns.
     #[inline]
-    fn admit(self, on_thread: bool) -> Result<Entry<'a>, BlockError> {
+    fn admit<T>(
+        self,
+        on_thread: bool,
+        finish: impl FnOnce(Option<Active<'a>>) -> T,
+    ) -> Result<T, BlockError> {
         let engine = self.engine;
         if !engine.is_enabled() {
-            return Ok(Entry::noop());
+            return Ok(finish(None));
         }
         let resource = match self.target {
             Target::Resolved(r) => r,
             Target::Name(name) => match engine.resource(name) {
                 Some(r) => r,
-                None => return Ok(Entry::noop()),
+                None => return Ok(finish(None)),
             },
         };
         let placement = match self.placement {
@@ -165,7 +169,7 @@ impl<'a> EntryBuilder<'a> {
             None => context::current(engine.id),
         };
         let Some(context) = engine.context(placement.context) else {
-            return Ok(Entry::noop());
+            return Ok(finish(None));
         };
         let origin: &'a str = match (self.origin, placement.origin) {
             (Some(o), _) => o,
@@ -209,42 +213,40 @@ impl<'a> EntryBuilder<'a> {
             (0, EntryFrame::NONE)
         };
         let waited_nanos = u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX);
-        // The entry's literal, written where it is returned (a macro, not a closure or a local, so that
-        // it is built in the caller's place).
-        macro_rules! entry {
+        // The admitted state's literal, written where it is handed over (a macro, not a closure or a
+        // local, so that it is built in place).
+        macro_rules! active {
             () => {
-                Entry {
-                    active: Some(Active {
-                        engine,
-                        resource,
-                        origin,
-                        args: self.args,
-                        attachments,
-                        created_nanos: now_nanos,
-                        waited_nanos,
-                        previous,
-                        frame_id,
-                        thread: stripe as u32,
-                        context: context.id,
-                        node: node_id.unwrap_or(NONE),
-                        origin_node: origin_node_id.unwrap_or(NONE),
-                        count: self.count,
-                        entry_type: self.entry_type,
-                        node_counted,
-                        error: AtomicBool::new(false),
-                    }),
-                }
+                Some(Active {
+                    engine,
+                    resource,
+                    origin,
+                    args: self.args,
+                    attachments,
+                    created_nanos: now_nanos,
+                    waited_nanos,
+                    previous,
+                    frame_id,
+                    thread: stripe as u32,
+                    context: context.id,
+                    node: node_id.unwrap_or(NONE),
+                    origin_node: origin_node_id.unwrap_or(NONE),
+                    count: self.count,
+                    entry_type: self.entry_type,
+                    node_counted,
+                    error: AtomicBool::new(false),
+                })
             };
         }
         if on_thread && waited_nanos != 0 {
             let slept = panic::catch_unwind(AssertUnwindSafe(|| engine.clock.sleep(waited)));
             if let Err(payload) = slept {
                 // A clock whose sleep panicked: the admitted entry still exits, then the panic goes on.
-                drop(entry!());
+                drop(finish(active!()));
                 panic::resume_unwind(payload);
             }
         }
-        Ok(entry!())
+        Ok(finish(active!()))
     }
 }
 
@@ -377,10 +379,6 @@ impl fmt::Debug for Entry<'_> {
 }
 
 impl<'a> Entry<'a> {
-    fn noop() -> Self {
-        Entry { active: None }
-    }
-
     /// Marks the call as failed with `error` (counted as an exception at exit, for error-ratio and
     /// error-count breakers), unless the engine's filters ignore it. A [`BlockError`] is never traced.
     pub fn trace<E: Error + 'static>(&self, error: &E) {
@@ -523,9 +521,8 @@ impl fmt::Debug for OwnedEntry {
 }
 
 impl OwnedEntry {
-    fn detach(engine: Floodgate, entry: Entry<'_>) -> Self {
-        let mut entry = entry;
-        let detached = entry.active.take().map(|a| Detached {
+    fn detach(engine: Floodgate, active: Option<Active<'_>>) -> Self {
+        let detached = active.map(|a| Detached {
             resource: a.resource.id,
             origin: if a.origin.is_empty() {
                 NONE
