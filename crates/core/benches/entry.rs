@@ -44,6 +44,14 @@ fn single_thread(c: &mut Criterion) {
         });
     }
     let fg = Floodgate::default();
+    // An entry that owns its engine handle (what the tower layer uses per request).
+    g.bench_function("owned_by_name/cached_clock", |b| {
+        b.iter(|| {
+            drop(black_box(
+                fg.entry(black_box("GET:/api/orders")).enter_owned(),
+            ))
+        })
+    });
     g.bench_function("by_name_with_origin/cached_clock", |b| {
         b.iter(|| {
             drop(black_box(

@@ -22,37 +22,20 @@ pub(crate) enum Naming {
 }
 
 /// What a layer and the services it makes share, behind one `Arc`: axum applies a route layer and
-/// clones the service for every request, and each of those then costs one reference count.
-pub(crate) struct Shared<R> {
+/// clones the service for every request, and each of those then costs one reference count for all of
+/// it. (The block response stays inline, so a layer is `Send` whenever its block response is.)
+#[derive(Clone)]
+pub(crate) struct Shared {
     pub(crate) fg: Floodgate,
     pub(crate) naming: Naming,
     pub(crate) origin_header: Option<HeaderName>,
-    pub(crate) on_block: Arc<R>,
-}
-
-impl<R> Shared<R> {
-    /// A copy to change (a layer cloned while it was being built keeps the original).
-    fn duplicate(&self) -> Self {
-        Shared {
-            fg: self.fg.clone(),
-            naming: self.naming.clone(),
-            origin_header: self.origin_header.clone(),
-            on_block: self.on_block.clone(),
-        }
-    }
 }
 
 /// Guards the services it wraps (see the [crate docs](crate)).
+#[derive(Clone)]
 pub struct FloodgateLayer<R = DefaultBlockResponse> {
-    pub(crate) shared: Arc<Shared<R>>,
-}
-
-impl<R> Clone for FloodgateLayer<R> {
-    fn clone(&self) -> Self {
-        FloodgateLayer {
-            shared: self.shared.clone(),
-        }
-    }
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) on_block: R,
 }
 
 impl<R> fmt::Debug for FloodgateLayer<R> {
@@ -71,23 +54,17 @@ impl FloodgateLayer {
                 fg,
                 naming: Naming::Route(Arc::default()),
                 origin_header: None,
-                on_block: Arc::new(DefaultBlockResponse),
             }),
+            on_block: DefaultBlockResponse,
         }
     }
 }
 
 impl<R> FloodgateLayer<R> {
-    fn into_shared(self) -> Shared<R> {
-        Arc::try_unwrap(self.shared).unwrap_or_else(|shared| shared.duplicate())
-    }
-
-    fn edit(self, change: impl FnOnce(&mut Shared<R>)) -> Self {
-        let mut shared = self.into_shared();
-        change(&mut shared);
-        FloodgateLayer {
-            shared: Arc::new(shared),
-        }
+    /// Changes the shared configuration while building (a layer cloned meanwhile keeps its own).
+    fn edit(mut self, change: impl FnOnce(&mut Shared)) -> Self {
+        change(Arc::make_mut(&mut self.shared));
+        self
     }
 
     /// Names resources with `f` instead of the route template.
@@ -106,19 +83,14 @@ impl<R> FloodgateLayer<R> {
     /// Answers blocked requests with `on_block` (a [`BlockResponse`](crate::BlockResponse), e.g. a
     /// closure `|block: &BlockError| -> Response<B>`).
     pub fn on_block<R2>(self, on_block: R2) -> FloodgateLayer<R2> {
-        let shared = self.into_shared();
         FloodgateLayer {
-            shared: Arc::new(Shared {
-                fg: shared.fg,
-                naming: shared.naming,
-                origin_header: shared.origin_header,
-                on_block: Arc::new(on_block),
-            }),
+            shared: self.shared,
+            on_block,
         }
     }
 }
 
-impl<S, R> Layer<S> for FloodgateLayer<R> {
+impl<S, R: Clone> Layer<S> for FloodgateLayer<R> {
     type Service = service::Floodgate<S, R>;
 
     fn layer(&self, inner: S) -> Self::Service {

@@ -13,18 +13,10 @@ use crate::resource::{NameParts, RequestHead};
 use crate::response::BlockResponse;
 
 /// A service guarded by Floodgate (made by [`FloodgateLayer`]).
+#[derive(Clone)]
 pub struct Floodgate<S, R> {
     pub(crate) inner: S,
     pub(crate) layer: FloodgateLayer<R>,
-}
-
-impl<S: Clone, R> Clone for Floodgate<S, R> {
-    fn clone(&self) -> Self {
-        Floodgate {
-            inner: self.inner.clone(),
-            layer: self.layer.clone(),
-        }
-    }
 }
 
 impl<S: fmt::Debug, R> fmt::Debug for Floodgate<S, R> {
@@ -97,7 +89,7 @@ where
                 let sleeps = self.layer.shared.fg.clock().sleeps();
                 ResponseFuture::admitted(entry, self.inner.call(request), wait, sleeps)
             }
-            Err(block) => ResponseFuture::blocked(self.layer.shared.on_block.respond(&block)),
+            Err(block) => ResponseFuture::blocked(self.layer.on_block.respond(&block)),
         }
     }
 }

@@ -291,3 +291,22 @@ async fn grpc_paths_and_the_method_fallback_name_resources_outside_axum_routes()
     assert_eq!(fg.cluster_node("/pkg.Orders/Get").unwrap().pass_qps(), 2.0);
     assert_eq!(fg.cluster_node("GET:/*").unwrap().pass_qps(), 4.0);
 }
+
+#[test]
+fn a_layer_is_send_whenever_its_block_response_is() {
+    // A block response may be `Send` without being `Sync` (here it counts in a `Cell`); the layer and
+    // its services must still move between threads.
+    fn assert_send<T: Send>(_: &T) {}
+    let blocked = std::cell::Cell::new(0u32);
+    let layer = FloodgateLayer::new(Floodgate::default()).on_block(move |_: &BlockError| {
+        blocked.set(blocked.get() + 1);
+        axum::response::Response::new(Body::empty())
+    });
+    assert_send(&layer);
+    assert_send(&tower::Layer::layer(
+        &layer,
+        tower::service_fn(|_: Request<Body>| async {
+            Ok::<_, std::convert::Infallible>(axum::response::Response::new(Body::empty()))
+        }),
+    ));
+}

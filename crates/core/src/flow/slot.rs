@@ -75,6 +75,10 @@ fn check(
     if !state.checked_locally {
         return Ok(());
     }
+    // The reject controller's pass, the common case, is checked inline; everything else out of line.
+    let Controller::Reject(c) = &state.controller else {
+        return shape(cx, state, all);
+    };
     let node = if state.reads_cluster_node {
         &cx.resource.cluster.stats
     } else {
@@ -83,15 +87,12 @@ fn check(
             None => return Ok(()),
         }
     };
-    if let Controller::Reject(c) = &state.controller {
-        // The common rule, checked inline; every other case below, out of line.
-        let used = match state.rule.grade {
-            FlowGrade::Thread => node.cur_thread_num() as f64,
-            FlowGrade::Qps => node.pass_qps_floor(cx.at) as f64,
-        };
-        if c.can_pass(used, cx.count) {
-            return Ok(());
-        }
+    let used = match state.rule.grade {
+        FlowGrade::Thread => node.cur_thread_num() as f64,
+        FlowGrade::Qps => node.pass_qps_floor(cx.at) as f64,
+    };
+    if c.can_pass(used, cx.count) {
+        return Ok(());
     }
     shape(cx, state, all)
 }

@@ -259,7 +259,7 @@ impl LeapArray {
     /// Borrows `n` passes from the window containing the future time `future_t`.
     pub(crate) fn add_borrowed(&self, future_t: u64, n: u32) -> AddOutcome {
         if !self.ever_borrowed.load(Ordering::Relaxed) {
-            self.ever_borrowed.store(true, Ordering::Relaxed);
+            self.ever_borrowed.store(true, Ordering::Release);
         }
         let window = self.window_of(future_t);
         cell::add(&self.borrowed[self.slot(window)], window as u32, n)
@@ -368,7 +368,7 @@ impl LeapArray {
             .iter()
             .map(|s| in_span(&s.cells[event as usize]))
             .sum();
-        if event == Event::Pass && self.ever_borrowed.load(Ordering::Relaxed) {
+        if event == Event::Pass && self.ever_borrowed.load(Ordering::Acquire) {
             total += self.borrowed.iter().map(in_span).sum::<u64>();
         }
         total
