@@ -9,25 +9,12 @@ use std::hint::black_box;
 use criterion::{Criterion, criterion_group, criterion_main};
 use floodgate_core::{Floodgate, RuleType};
 
+#[path = "common/flow_rules.rs"]
+mod flow_rules;
+
 fn flow(c: &mut Criterion) {
     let mut g = c.benchmark_group("flow_entry_exit");
-    let cases = [
-        ("no_rule", "[]"),
-        ("reject", r#"[{"resource":"R","count":1e12}]"#),
-        (
-            "warm_up",
-            r#"[{"resource":"R","count":1e12,"controlBehavior":1}]"#,
-        ),
-        (
-            "rate_limiter",
-            r#"[{"resource":"R","count":1e12,"controlBehavior":2}]"#,
-        ),
-        (
-            "warm_up_rate_limiter",
-            r#"[{"resource":"R","count":1e12,"controlBehavior":3}]"#,
-        ),
-        ("thread", r#"[{"resource":"R","count":1e12,"grade":0}]"#),
-    ];
+    let cases = std::iter::once(("no_rule", "[]")).chain(flow_rules::ONE_RULE_EACH);
     for (name, rules) in cases {
         let fg = Floodgate::default();
         fg.load_rules_json(RuleType::Flow, rules).unwrap();

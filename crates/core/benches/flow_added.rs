@@ -13,6 +13,9 @@ use std::time::Instant;
 
 use floodgate_core::{Floodgate, RuleType};
 
+#[path = "common/flow_rules.rs"]
+mod flow_rules;
+
 const ROUNDS: usize = 30;
 const CALLS: u64 = 1_000_000;
 
@@ -29,22 +32,7 @@ fn main() {
     if !std::env::args().any(|a| a == "--bench") {
         return;
     }
-    let cases = [
-        ("reject", r#"[{"resource":"R","count":1e12}]"#),
-        (
-            "warm_up",
-            r#"[{"resource":"R","count":1e12,"controlBehavior":1}]"#,
-        ),
-        (
-            "rate_limiter",
-            r#"[{"resource":"R","count":1e12,"controlBehavior":2}]"#,
-        ),
-        (
-            "warm_up_pacing",
-            r#"[{"resource":"R","count":1e12,"controlBehavior":3}]"#,
-        ),
-        ("thread", r#"[{"resource":"R","count":1e12,"grade":0}]"#),
-    ];
+    let cases = flow_rules::ONE_RULE_EACH;
     let bare = Floodgate::default();
     for (name, rules) in cases {
         let ruled = Floodgate::default();
@@ -55,7 +43,7 @@ fn main() {
             with = with.min(round(&ruled));
         }
         println!(
-            "{name:>13}: no rule {without:6.1} ns, with the rule {with:6.1} ns, added {:5.1} ns",
+            "{name:>20}: no rule {without:6.1} ns, with the rule {with:6.1} ns, added {:5.1} ns",
             with - without
         );
     }
@@ -72,5 +60,5 @@ fn main() {
         admitted = admitted.min(round(&admitting));
         rejected = rejected.min(round(&rejecting));
     }
-    println!("     rejected: admitted {admitted:6.1} ns, rejected {rejected:6.1} ns");
+    println!("            rejected: admitted {admitted:6.1} ns, rejected {rejected:6.1} ns");
 }
