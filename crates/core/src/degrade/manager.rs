@@ -16,14 +16,13 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use regex::Regex;
 use rustc_hash::FxHashMap;
 
 use super::breaker::Breaker;
 use super::observer::{BreakerStatus, Observers};
 use super::rule::DegradeRule;
 use crate::engine::Resource;
-use crate::rules::{Published, ResourceTable, RuleError, applicable, carry_over, whole_name_regex};
+use crate::rules::{Published, ResourceTable, RuleError, RuleIndex, carry_over};
 
 /// The breakers of one rule.
 #[derive(Debug)]
@@ -102,8 +101,8 @@ pub(crate) struct Resolved {
 #[derive(Debug, Default)]
 pub(crate) struct DegradeSnapshot {
     in_order: Vec<Arc<RuleState>>,
-    exact: FxHashMap<Box<str>, Vec<Arc<RuleState>>>,
-    regex: Vec<(Regex, Arc<RuleState>)>,
+    /// The rules naming resources, exactly or by regex (the default rules are kept apart).
+    index: RuleIndex<RuleState>,
     defaults: Vec<Arc<RuleState>>,
     observers: Arc<Observers>,
     by_resource: ResourceTable<Resolved>,
@@ -124,8 +123,9 @@ impl DegradeSnapshot {
 
     #[cold]
     fn resolve(&self, name: &Arc<str>) -> Resolved {
-        let exact = self.exact.get(&**name).into_iter().flatten().cloned();
-        let explicit: Vec<Arc<Breaker>> = applicable(exact, &self.regex, name)
+        let explicit: Vec<Arc<Breaker>> = self
+            .index
+            .applicable(name)
             .iter()
             .map(|s| s.breaker_for(name, &self.observers))
             .collect();
@@ -145,7 +145,7 @@ impl DegradeSnapshot {
 
     /// Whether a rule of its own (by name or regex, not a default rule) names `resource`.
     pub(crate) fn has_rules(&self, resource: &str) -> bool {
-        self.exact.contains_key(resource) || self.regex.iter().any(|(re, _)| re.is_match(resource))
+        self.index.has_rules(resource)
     }
 
     /// The rules in load order.
@@ -218,29 +218,21 @@ impl DegradeRules {
             |s, r| *s.rule == *r,
             |rule| RuleState::new(rule, &self.observers),
         );
-        let mut exact: FxHashMap<Box<str>, Vec<Arc<RuleState>>> = FxHashMap::default();
-        let mut regex = Vec::new();
-        let mut defaults = Vec::new();
-        for (index, state) in in_order.iter().enumerate() {
-            if state.rule.regex {
-                let re = whole_name_regex(index, &state.rule.resource)?;
-                regex.push((re, state.clone()));
-            } else if state.rule.is_default() {
-                defaults.push(state.clone());
-            } else {
-                exact
-                    .entry(Box::from(state.rule.resource.as_str()))
-                    .or_default()
-                    .push(state.clone());
-            }
-        }
+        let index = RuleIndex::new(&in_order, |s| {
+            (s.rule.regex || !s.rule.is_default())
+                .then_some((s.rule.resource.as_str(), s.rule.regex))
+        })?;
+        let defaults: Vec<Arc<RuleState>> = in_order
+            .iter()
+            .filter(|s| !s.rule.regex && s.rule.is_default())
+            .cloned()
+            .collect();
         let in_force = !in_order.is_empty();
-        let (own, any_default) = (!exact.is_empty() || !regex.is_empty(), !defaults.is_empty());
+        let (own, any_default) = (!index.is_empty(), !defaults.is_empty());
         self.snapshot.store(
             Arc::new(DegradeSnapshot {
                 in_order,
-                exact,
-                regex,
+                index,
                 defaults,
                 observers: self.observers.clone(),
                 by_resource: ResourceTable::default(),

@@ -10,16 +10,13 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use regex::Regex;
-use rustc_hash::FxHashMap;
-
 use super::limit_app::LimitApp;
 use super::rule::{ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
 use super::{
     RejectController, ThrottlingController, WarmUpController, WarmUpRateLimiterController,
 };
 use crate::engine::Resource;
-use crate::rules::{Published, ResourceTable, RuleError, applicable, carry_over, whole_name_regex};
+use crate::rules::{Published, ResourceTable, RuleError, RuleIndex, carry_over};
 
 /// How a rule shapes traffic, with its state.
 #[derive(Debug)]
@@ -161,8 +158,7 @@ impl ResourceRules {
 #[derive(Debug, Default)]
 pub(crate) struct FlowSnapshot {
     in_order: Vec<Arc<FlowRuleState>>,
-    exact: FxHashMap<Box<str>, Vec<Arc<FlowRuleState>>>,
-    regex: Vec<(Regex, Arc<FlowRuleState>)>,
+    index: RuleIndex<FlowRuleState>,
     by_resource: ResourceTable<Option<ResourceRules>>,
 }
 
@@ -178,14 +174,13 @@ impl FlowSnapshot {
 
     #[cold]
     fn resolve(&self, resource: &str) -> Option<ResourceRules> {
-        let exact = self.exact.get(resource).into_iter().flatten().cloned();
-        let rules = applicable(exact, &self.regex, resource);
+        let rules = self.index.applicable(resource);
         (!rules.is_empty()).then(|| ResourceRules::new(rules))
     }
 
     /// Whether some rule names `resource` (exactly or by regex).
     pub(crate) fn has_rules(&self, resource: &str) -> bool {
-        self.exact.contains_key(resource) || self.regex.iter().any(|(re, _)| re.is_match(resource))
+        self.index.has_rules(resource)
     }
 
     /// The status of every rule, in load order.
@@ -255,25 +250,14 @@ impl FlowRules {
                 rule: Arc::new(rule),
             },
         );
-        let mut exact: FxHashMap<Box<str>, Vec<Arc<FlowRuleState>>> = FxHashMap::default();
-        let mut regex = Vec::new();
-        for (index, state) in in_order.iter().enumerate() {
-            if state.rule.regex {
-                let re = whole_name_regex(index, &state.rule.resource)?;
-                regex.push((re, state.clone()));
-            } else {
-                exact
-                    .entry(Box::from(state.rule.resource.as_str()))
-                    .or_default()
-                    .push(state.clone());
-            }
-        }
+        let index = RuleIndex::new(&in_order, |s| {
+            Some((s.rule.resource.as_str(), s.rule.regex))
+        })?;
         let in_force = !in_order.is_empty();
         self.snapshot.store(
             Arc::new(FlowSnapshot {
                 in_order,
-                exact,
-                regex,
+                index,
                 by_resource: ResourceTable::default(),
             }),
             in_force,

@@ -10,8 +10,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
-use regex::Regex;
-use rustc_hash::FxHashMap;
 
 use super::cache::{Cell, NewValue, ValueCache};
 use super::concurrency;
@@ -21,7 +19,7 @@ use super::token_bucket::TokenBucket;
 use crate::engine::Resource;
 use crate::flow::{ControlBehavior, FlowGrade};
 use crate::param::{ParamValue, StoredValue};
-use crate::rules::{ResourceTable, RuleError, applicable, carry_over, whole_name_regex};
+use crate::rules::{ResourceTable, RuleError, RuleIndex, carry_over};
 
 /// Sentinel's base cache size per second of window (`BASE_PARAM_MAX_CAPACITY`).
 const BASE_CAPACITY: u64 = 4000;
@@ -283,8 +281,7 @@ type ResourceParamRules = Vec<Arc<ParamRuleState>>;
 #[derive(Debug, Default)]
 pub(crate) struct ParamSnapshot {
     in_order: Vec<Arc<ParamRuleState>>,
-    exact: FxHashMap<Box<str>, ResourceParamRules>,
-    regex: Vec<(Regex, Arc<ParamRuleState>)>,
+    index: RuleIndex<ParamRuleState>,
     has_thread: bool,
     by_resource: ResourceTable<Option<ResourceParamRules>>,
 }
@@ -307,14 +304,13 @@ impl ParamSnapshot {
 
     #[cold]
     fn resolve(&self, resource: &str) -> Option<ResourceParamRules> {
-        let exact = self.exact.get(resource).into_iter().flatten().cloned();
-        let rules = applicable(exact, &self.regex, resource);
+        let rules = self.index.applicable(resource);
         (!rules.is_empty()).then_some(rules)
     }
 
     /// Whether some rule names `resource` (exactly or by regex).
     pub(crate) fn has_rules(&self, resource: &str) -> bool {
-        self.exact.contains_key(resource) || self.regex.iter().any(|(re, _)| re.is_match(resource))
+        self.index.has_rules(resource)
     }
 
     /// The rules in load order.
@@ -392,19 +388,9 @@ impl ParamFlowRules {
             |s, (r, _)| *s.rule == *r,
             |(rule, items)| ParamRuleState::new(rule, items, self.capacity, now_ms),
         );
-        let mut exact: FxHashMap<Box<str>, Vec<Arc<ParamRuleState>>> = FxHashMap::default();
-        let mut regex = Vec::new();
-        for (index, state) in in_order.iter().enumerate() {
-            if state.rule.regex {
-                let re = whole_name_regex(index, &state.rule.resource)?;
-                regex.push((re, state.clone()));
-            } else {
-                exact
-                    .entry(Box::from(state.rule.resource.as_str()))
-                    .or_default()
-                    .push(state.clone());
-            }
-        }
+        let index = RuleIndex::new(&in_order, |s| {
+            Some((s.rule.resource.as_str(), s.rule.regex))
+        })?;
         let has_thread = in_order.iter().any(|s| s.is_thread());
         let any = !in_order.is_empty();
         // Entries admitted under the old rules may still have THREAD counts to release.
@@ -412,8 +398,7 @@ impl ParamFlowRules {
             .store(has_thread || old.has_thread, Ordering::Relaxed);
         self.snapshot.store(Arc::new(ParamSnapshot {
             in_order,
-            exact,
-            regex,
+            index,
             has_thread,
             by_resource: ResourceTable::default(),
         }));

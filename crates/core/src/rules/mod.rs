@@ -6,24 +6,24 @@
 //! The JSON is Sentinel's (fastjson-compatible): camelCase names, `20` and `20.0` both accepted for
 //! numbers, unknown fields ignored on input, nulls omitted on output.
 
-mod applicable;
 mod checks;
 mod json;
 mod published;
 mod reload;
 mod resource_table;
+mod rule_index;
 
 use std::fmt;
 use std::str::FromStr;
 
 use thiserror::Error;
 
-pub(crate) use applicable::applicable;
 pub(crate) use checks::{ClusterFields, check_cluster_fields, check_rule_head};
 pub(crate) use json::{RuleFields, parse_rule_array, rule_head, to_json_array};
 pub(crate) use published::Published;
 pub(crate) use reload::{carry_over, whole_name_regex};
 pub(crate) use resource_table::ResourceTable;
+pub(crate) use rule_index::{RuleIndex, applicable};
 
 /// The kinds of rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -1,0 +1,137 @@
+//! Which rules apply to a resource: the rules naming it, then every regex rule whose expression
+//! matches its whole name, in load order. Every rule kind resolves a resource this way, once per
+//! resource and snapshot; [`RuleIndex`] is the index the flow, hot-parameter and degrade snapshots
+//! build from their rules in load order (authority rules keep only the first rule per name, so they
+//! index themselves and use [`applicable`]).
+
+use std::sync::Arc;
+
+use regex::Regex;
+use rustc_hash::FxHashMap;
+
+use super::{RuleError, whole_name_regex};
+
+/// Rules by resource name, and regex rules, each in load order.
+#[derive(Debug)]
+pub(crate) struct RuleIndex<S> {
+    exact: FxHashMap<Box<str>, Vec<Arc<S>>>,
+    regex: Vec<(Regex, Arc<S>)>,
+}
+
+impl<S> Default for RuleIndex<S> {
+    fn default() -> Self {
+        RuleIndex {
+            exact: FxHashMap::default(),
+            regex: Vec::new(),
+        }
+    }
+}
+
+impl<S> RuleIndex<S> {
+    /// Indexes `states` (the rules in load order, so a regex error names the rule's index); `key` gives a
+    /// state's resource and whether it is a regex, or `None` to leave it out (degrade's `"*"` rules).
+    pub(crate) fn new<'s>(
+        states: impl IntoIterator<Item = &'s Arc<S>>,
+        key: impl Fn(&S) -> Option<(&str, bool)>,
+    ) -> Result<Self, RuleError>
+    where
+        S: 's,
+    {
+        let mut index = RuleIndex::default();
+        for (position, state) in states.into_iter().enumerate() {
+            match key(state) {
+                Some((resource, true)) => index
+                    .regex
+                    .push((whole_name_regex(position, resource)?, state.clone())),
+                Some((resource, false)) => index
+                    .exact
+                    .entry(Box::from(resource))
+                    .or_default()
+                    .push(state.clone()),
+                None => {}
+            }
+        }
+        Ok(index)
+    }
+
+    /// The rules of the resource `name`.
+    pub(crate) fn applicable(&self, name: &str) -> Vec<Arc<S>> {
+        applicable(
+            self.exact.get(name).into_iter().flatten().cloned(),
+            &self.regex,
+            name,
+        )
+    }
+
+    /// Whether some rule names `name`, exactly or by regex.
+    pub(crate) fn has_rules(&self, name: &str) -> bool {
+        self.exact.contains_key(name) || self.regex.iter().any(|(re, _)| re.is_match(name))
+    }
+
+    /// Whether no rule is indexed.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.exact.is_empty() && self.regex.is_empty()
+    }
+}
+
+/// The rules of the resource `name`: `exact` (the rules naming it), then the matching regex rules.
+pub(crate) fn applicable<S>(
+    exact: impl IntoIterator<Item = Arc<S>>,
+    regex: &[(Regex, Arc<S>)],
+    name: &str,
+) -> Vec<Arc<S>> {
+    exact
+        .into_iter()
+        .chain(
+            regex
+                .iter()
+                .filter(|(re, _)| re.is_match(name))
+                .map(|(_, s)| s.clone()),
+        )
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_rules_first_then_whole_name_regex_matches_in_order() {
+        // Rules are numbered: 0 names the resource, 1-3 are regex rules.
+        let regex = vec![
+            (whole_name_regex(0, "GET:/api/.*").unwrap(), Arc::new(1)),
+            (whole_name_regex(1, "/api/.*").unwrap(), Arc::new(2)),
+            (whole_name_regex(2, ".*").unwrap(), Arc::new(3)),
+        ];
+        let numbers = |rules: Vec<Arc<i32>>| rules.iter().map(|r| **r).collect::<Vec<_>>();
+        assert_eq!(
+            numbers(applicable([Arc::new(0)], &regex, "GET:/api/a")),
+            [0, 1, 3],
+            "exact first; a regex must match the whole name (2 only matches a substring)"
+        );
+        assert_eq!(numbers(applicable([], &regex, "POST:/x")), [3]);
+    }
+
+    #[test]
+    fn the_index_keeps_load_order_and_leaves_out_what_it_is_told_to() {
+        let rules = [("a", false), ("a", false), ("a.*", true), ("*", false)]
+            .map(|(resource, regex)| Arc::new((resource, regex)));
+        let index = RuleIndex::new(&rules, |&(resource, regex)| {
+            (resource != "*").then_some((resource, regex))
+        })
+        .unwrap();
+        let order = |name| {
+            index
+                .applicable(name)
+                .iter()
+                .map(|r| rules.iter().position(|s| Arc::ptr_eq(s, r)).unwrap())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(order("a"), [0, 1, 2]);
+        assert_eq!(order("ab"), [2]);
+        assert!(order("*").is_empty() && !index.has_rules("*") && index.has_rules("ab"));
+        let bad = [Arc::new(("(", true))];
+        let error = RuleIndex::new(&bad, |&(r, x)| Some((r, x))).unwrap_err();
+        assert!(error.to_string().contains("rule 0"), "{error}");
+    }
+}
