@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::block::BlockError;
 use crate::context::{self, EntryFrame, Placement};
-use crate::engine::{Floodgate, Inner, Parent, Resource};
+use crate::engine::{ContextData, Floodgate, Inner, Parent, Resource};
 use crate::entry_type::{EntryType, ResourceType};
 use crate::param::ParamValue;
 use crate::slot::{Attachment, ExitContext, SlotContext};
@@ -228,7 +228,7 @@ impl<'a> EntryBuilder<'a> {
                     previous,
                     frame_id,
                     thread: stripe as u32,
-                    context: context.id,
+                    context,
                     node: node_id.unwrap_or(NONE),
                     origin_node: origin_node_id.unwrap_or(NONE),
                     count: self.count,
@@ -337,7 +337,7 @@ struct Active<'a> {
     frame_id: u32,
     /// The stripe of the thread that admitted it.
     thread: u32,
-    context: u32,
+    context: &'a ContextData,
     node: u32,
     origin_node: u32,
     count: u32,
@@ -352,7 +352,7 @@ impl Active<'_> {
     }
 
     fn context_name(&self) -> &str {
-        self.engine.context(self.context).map_or("", |c| c.name())
+        self.context.name()
     }
 }
 
@@ -421,7 +421,7 @@ impl<'a> Entry<'a> {
         let a = self.active.as_ref()?;
         let mut builder = EntryBuilder::new(a.engine, Target::Name(resource));
         builder.placement = Some(Placement {
-            context: a.context,
+            context: a.context.id,
             origin: None,
             parent: Active::id(a.node).map_or(Parent::Entrance, Parent::Node),
         });
@@ -447,9 +447,7 @@ impl Active<'_> {
     /// Records the end of the call: runs the chain's exit hooks and restores the thread's frame.
     fn exit(&self) {
         let a = self;
-        let Some(context) = a.engine.context(a.context) else {
-            return;
-        };
+        let context = a.context;
         let now_nanos = a.engine.clock.now_nanos();
         let rt = now_nanos.saturating_sub(a.created_nanos) / NANOS_PER_MILLI;
         let stripe = current_stripe();
@@ -533,7 +531,7 @@ impl OwnedEntry {
             attachments: a.attachments,
             created_nanos: a.created_nanos,
             waited_nanos: a.waited_nanos,
-            context: a.context,
+            context: a.context.id,
             node: a.node,
             origin_node: a.origin_node,
             count: a.count,
@@ -585,7 +583,9 @@ impl Drop for OwnedEntry {
             return;
         };
         let engine = &self.engine.inner;
-        let Some(resource) = engine.resource_by_id(d.resource) else {
+        let (Some(resource), Some(context)) =
+            (engine.resource_by_id(d.resource), engine.context(d.context))
+        else {
             return;
         };
         let active = Active {
@@ -603,7 +603,7 @@ impl Drop for OwnedEntry {
             previous: EntryFrame::NONE,
             frame_id: 0,
             thread: 0,
-            context: d.context,
+            context,
             node: d.node,
             origin_node: d.origin_node,
             count: d.count,

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use super::builtin::{self, Positions};
 use super::{ExitContext, Hooks, Slot, SlotContext, SlotRegistration};
 use crate::block::BlockError;
 use crate::engine::Inner;
@@ -53,10 +54,13 @@ pub(crate) struct SlotChain {
     passes: Box<[ChainSlot]>,
     blocks: Box<[ChainSlot]>,
     exits: Box<[ChainSlot]>,
+    /// `Some` when the slots are exactly the built-in ones: they run as static calls.
+    builtin: Option<Positions>,
 }
 
 impl SlotChain {
     pub(crate) fn build(edits: Vec<ChainEdit>) -> Self {
+        let edited = !edits.is_empty();
         let mut slots: Vec<(&'static str, i32, Arc<dyn Slot>)> =
             inventory::iter::<SlotRegistration>
                 .into_iter()
@@ -97,27 +101,31 @@ impl SlotChain {
         passes.reverse();
         let blocks = with(|h| h.block);
         let exits = with(|h| h.exit);
+        let builtin = (!edited).then(|| builtin_positions(&slots)).flatten();
         SlotChain {
             slots,
             entries,
             passes,
             blocks,
             exits,
+            builtin,
         }
     }
 
     /// Runs the entry hooks, then the pass or block hooks.
     #[inline]
     pub(crate) fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
+        if let Some(at) = &self.builtin {
+            return builtin::entry(at, cx).map_err(|(position, block)| {
+                self.unwind(cx, position, &block);
+                block
+            });
+        }
         let engine = cx.engine;
         for s in self.entries.iter() {
             if s.active(engine) {
                 if let Err(block) = s.slot.entry(cx) {
-                    for before in self.blocks.iter().rev() {
-                        if before.position < s.position && before.active(engine) {
-                            before.slot.on_block(cx, &block);
-                        }
-                    }
+                    self.unwind(cx, s.position, &block);
                     return Err(block);
                 }
             }
@@ -130,9 +138,23 @@ impl SlotChain {
         Ok(())
     }
 
+    /// Runs the block hooks of the slots before `position` (the slot that blocked), in reverse order.
+    fn unwind(&self, cx: &mut SlotContext<'_>, position: usize, block: &BlockError) {
+        let engine = cx.engine;
+        for before in self.blocks.iter().rev() {
+            if before.position < position && before.active(engine) {
+                before.slot.on_block(cx, block);
+            }
+        }
+    }
+
     /// Runs the exit hooks in order.
     #[inline]
     pub(crate) fn exit(&self, cx: &mut ExitContext<'_>) {
+        if self.builtin.is_some() {
+            builtin::exit(cx);
+            return;
+        }
         let engine = cx.engine;
         for s in self.exits.iter() {
             if s.active(engine) {
@@ -148,5 +170,74 @@ impl SlotChain {
 
     pub(crate) fn describe(&self) -> Vec<(&'static str, i32)> {
         self.slots.iter().map(|s| (s.name, s.order)).collect()
+    }
+}
+
+/// The positions of the checking slots when `slots` are exactly the built-in ones (names and orders).
+fn builtin_positions(slots: &[ChainSlot]) -> Option<Positions> {
+    let same = slots.len() == builtin::SLOTS.len()
+        && slots
+            .iter()
+            .zip(builtin::SLOTS)
+            .all(|(s, (name, order))| s.name == name && s.order == order);
+    if !same {
+        return None;
+    }
+    let at = |name: &str| slots.iter().position(|s| s.name == name);
+    Some(Positions {
+        authority: at("authority")?,
+        system: at("system")?,
+        param_flow: at("param_flow")?,
+        flow: at("flow")?,
+        default_circuit_breaker: at("default_circuit_breaker")?,
+        degrade: at("degrade")?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::slot::NodeSelectorSlot;
+
+    #[test]
+    fn only_the_unedited_built_in_slots_run_as_straight_line_code() {
+        let chain = SlotChain::build(Vec::new());
+        let at = chain
+            .builtin
+            .expect("the core's own slots are the built-in ones");
+        let name = |position: usize| chain.slots[position].name;
+        assert_eq!(
+            [
+                name(at.authority),
+                name(at.system),
+                name(at.param_flow),
+                name(at.flow),
+                name(at.default_circuit_breaker),
+                name(at.degrade),
+            ],
+            [
+                "authority",
+                "system",
+                "param_flow",
+                "flow",
+                "default_circuit_breaker",
+                "degrade"
+            ]
+        );
+        let edits = [
+            ChainEdit::Add {
+                name: "extra",
+                order: 0,
+                slot: Arc::new(NodeSelectorSlot),
+            },
+            ChainEdit::Replace {
+                name: "flow",
+                slot: Arc::new(NodeSelectorSlot),
+            },
+            ChainEdit::Remove { name: "log" },
+        ];
+        for edit in edits {
+            assert!(SlotChain::build(vec![edit]).builtin.is_none());
+        }
     }
 }
