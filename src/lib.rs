@@ -23,9 +23,9 @@ pub use floodgate_core::{
     FlowGrade, FlowRule, FlowSlot, FlowStatus, FlowStrategy, Hooks, LogSlot, MACHINE_ROOT,
     ManualClock, ManualProbe, MetricLine, NodeSelectorSlot, NodeSnapshot, NodeView, OsProbe,
     OwnedEntry, ParamFlowClusterConfig, ParamFlowItem, ParamFlowRule, ParamFlowSlot,
-    ParamFlowStatus, ParamKey, ParamValue, ResourceHandle, ResourceType, RuleError, RuleType,
-    SetGlobalDefaultError, Slot, SlotContext, SlotRegistration, StatisticSlot, SystemClock,
-    SystemLimit, SystemLimitType, SystemProbe, SystemRule, SystemSlot, SystemStatus,
+    ParamFlowStatus, ParamKey, ParamValue, ResourceHandle, ResourceKey, ResourceType, RuleError,
+    RuleType, SetGlobalDefaultError, Slot, SlotContext, SlotRegistration, StatisticSlot,
+    SystemClock, SystemLimit, SystemLimitType, SystemProbe, SystemRule, SystemSlot, SystemStatus,
     SystemThresholds, TOTAL_INBOUND_TRAFFIC, TreeNodeKind, UnknownRuleType, WindowError, entry,
     global, order, register_slot, set_global_default, utc_datetime,
 };

@@ -55,6 +55,7 @@ mod name_index;
 mod node;
 mod param;
 mod param_flow;
+mod resource_key;
 mod rules;
 mod slot;
 mod stat;
@@ -84,6 +85,7 @@ pub use param::{ParamKey, ParamValue};
 pub use param_flow::{
     ParamFlowClusterConfig, ParamFlowItem, ParamFlowRule, ParamFlowSlot, ParamFlowStatus,
 };
+pub use resource_key::ResourceKey;
 pub use rules::{RuleError, RuleType, UnknownRuleType};
 pub use slot::{
     Attachment, ClusterBuilderSlot, ExitContext, Hooks, LogSlot, NodeSelectorSlot, Slot,

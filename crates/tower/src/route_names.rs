@@ -1,10 +1,11 @@
-//! Default resource names, kept per route so that a request does not format (and allocate) its name.
+//! Default resources, resolved once per route so that a request neither formats (and allocates) its
+//! name nor looks the name up in the engine.
 //!
 //! The default name depends only on the method and the route template (or the gRPC path), so the layer
-//! keeps every name it has built in a copy-on-write map, read through `arc-swap`: a request whose route
-//! was seen before finds its name with one hash of the template and no lock, no allocation and no shared
-//! write. The map holds at most [`CAPACITY`] names; past that a name is formatted per request (and the
-//! cache, once full, is not locked again), so a flood of distinct gRPC paths or extension methods — both
+//! keeps the [`ResourceKey`] of every name it has built in a copy-on-write map, read through `arc-swap`:
+//! a request whose route was seen before finds its resource with one hash of the template and no lock,
+//! no allocation and no shared write. The map holds at most [`CAPACITY`] routes; past that a name is
+//! formatted and looked up per request (and the cache, once full, is not locked again), so a flood of distinct gRPC paths or extension methods — both
 //! chosen by clients — cannot grow it without bound nor make requests queue on its lock. The engine's
 //! resource cap still bounds the resources themselves.
 
@@ -12,6 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
+use floodgate_core::{Floodgate, ResourceKey};
 use http::Method;
 use rustc_hash::FxHashMap;
 
@@ -21,7 +23,7 @@ use crate::resource::NameParts;
 pub(crate) const CAPACITY: usize = 1024;
 
 /// Route → the names built for it, one per method.
-type Names = FxHashMap<Box<str>, Vec<(Option<Method>, Box<str>)>>;
+type Names = FxHashMap<Box<str>, Vec<(Option<Method>, ResourceKey)>>;
 
 /// The names built so far, shared by the services a layer makes.
 #[derive(Debug, Default)]
@@ -35,26 +37,31 @@ pub(crate) struct RouteNames {
 
 impl RouteNames {
     /// Runs `f` with the resource name of `parts`.
-    pub(crate) fn with<T>(&self, parts: NameParts<'_>, f: impl FnOnce(&str) -> T) -> T {
+    pub(crate) fn with<T>(
+        &self,
+        fg: &Floodgate,
+        parts: NameParts<'_>,
+        f: impl FnOnce(&ResourceKey) -> T,
+    ) -> T {
         let names = self.names.load();
         let found = names.get(parts.route).and_then(|by_method| {
             by_method
                 .iter()
                 .find(|(method, _)| method.as_ref() == parts.method)
         });
-        if let Some((_, name)) = found {
-            return f(name);
+        if let Some((_, key)) = found {
+            return f(key);
         }
         drop(names);
-        let name = parts.to_string();
+        let key = fg.resource_key(&parts.to_string());
         if !self.full.load(Ordering::Relaxed) {
-            self.remember(parts, &name);
+            self.remember(parts, &key);
         }
-        f(&name)
+        f(&key)
     }
 
     #[cold]
-    fn remember(&self, parts: NameParts<'_>, name: &str) {
+    fn remember(&self, parts: NameParts<'_>, key: &ResourceKey) {
         let mut count = self.insert.lock().unwrap_or_else(|e| e.into_inner());
         if *count >= CAPACITY {
             self.full.store(true, Ordering::Relaxed);
@@ -68,7 +75,7 @@ impl RouteNames {
         {
             return; // another request remembered it meanwhile
         }
-        by_method.push((parts.method.cloned(), Box::from(name)));
+        by_method.push((parts.method.cloned(), key.clone()));
         *count += 1;
         self.names.store(Arc::new(next));
         if *count >= CAPACITY {
@@ -88,7 +95,10 @@ mod tests {
     use super::*;
 
     fn name(cache: &RouteNames, method: Option<&Method>, route: &str) -> String {
-        cache.with(NameParts { method, route }, str::to_owned)
+        let fg = Floodgate::default();
+        cache.with(&fg, NameParts { method, route }, |key| {
+            key.name().to_owned()
+        })
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::task::{Context, Poll};
 
-use floodgate_core::EntryType;
+use floodgate_core::{EntryBuilder, EntryType};
 use http::{Request, Response};
 use tower_service::Service;
 
@@ -73,15 +73,13 @@ where
             .and_then(|v| v.to_str().ok())
             .unwrap_or("");
         let fg = &self.layer.shared.fg;
-        let enter = |resource: &str| {
-            fg.entry(resource)
-                .origin(origin)
-                .entry_type(EntryType::In)
-                .enter_owned()
-        };
+        let enter =
+            |entry: EntryBuilder<'_>| entry.origin(origin).entry_type(EntryType::In).enter_owned();
         let admitted = match &self.layer.shared.naming {
-            Naming::Route(names) => names.with(NameParts::of(&head), enter),
-            Naming::Custom(name) => enter(&name(&head)),
+            Naming::Route(routes) => {
+                routes.with(fg, NameParts::of(&head), |key| enter(fg.entry_for(key)))
+            }
+            Naming::Custom(name) => enter(fg.entry(&name(&head))),
         };
         match admitted {
             Ok(entry) => {

@@ -1,0 +1,116 @@
+//! Resource keys: a resource resolved once and kept without borrowing its engine.
+//!
+//! A [`ResourceHandle`](crate::ResourceHandle) borrows the engine, so it cannot live in a cache that
+//! outlives the borrow — an adapter's per-route cache, say, which sits beside its engine handle. A
+//! [`ResourceKey`] holds the engine's id, the resource's id and its name; [`Floodgate::entry_for`]
+//! enters it without looking the name up. A key the engine cannot resolve (one made past the resource
+//! cap, or by another engine) enters by name, exactly as [`Floodgate::entry`] would.
+
+use std::sync::Arc;
+
+use crate::engine::Floodgate;
+use crate::entry::{EntryBuilder, Target};
+
+/// A resource resolved once (see [`Floodgate::resource_key`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceKey {
+    engine: u64,
+    /// `None`: not resolved (past the resource cap); entered by name.
+    id: Option<u32>,
+    name: Arc<str>,
+}
+
+impl ResourceKey {
+    /// The resource's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Floodgate {
+    /// `resource` resolved once, to be entered often with [`entry_for`](Self::entry_for) (no name lookup
+    /// per entry). Past the resource cap, when no rule names it, the key keeps only the name and its
+    /// entries look it up as [`entry`](Self::entry) does.
+    pub fn resource_key(&self, resource: &str) -> ResourceKey {
+        match self.inner.resource(resource) {
+            Some(r) => ResourceKey {
+                engine: self.inner.id,
+                id: Some(r.id),
+                name: r.name.clone(),
+            },
+            None => ResourceKey {
+                engine: self.inner.id,
+                id: None,
+                name: Arc::from(resource),
+            },
+        }
+    }
+
+    /// Starts an entry on the resource of `key` (by name if this engine did not resolve the key).
+    #[inline]
+    pub fn entry_for<'a>(&'a self, key: &'a ResourceKey) -> EntryBuilder<'a> {
+        let resolved = match key.id {
+            Some(id) if key.engine == self.inner.id => self.inner.resource_by_id(id),
+            _ => None,
+        };
+        let target = match resolved {
+            Some(resource) => Target::Resolved(resource),
+            None => Target::Name(&key.name),
+        };
+        EntryBuilder::new(&self.inner, target)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Floodgate, ManualClock, RuleType};
+
+    const T0: u64 = 1_700_000_000_000;
+
+    fn engine(max_resources: usize) -> Floodgate {
+        Floodgate::builder()
+            .clock(ManualClock::new(T0))
+            .max_resources(max_resources)
+            .build()
+    }
+
+    #[test]
+    fn a_key_enters_its_resource() {
+        let fg = engine(10);
+        let key = fg.resource_key("R");
+        assert_eq!(key.name(), "R");
+        drop(fg.entry_for(&key).enter().unwrap());
+        drop(fg.entry("R").enter().unwrap());
+        assert_eq!(fg.cluster_node("R").unwrap().total_pass(), 2);
+        assert_eq!(fg.resource_names().len(), 1);
+    }
+
+    #[test]
+    fn a_key_of_another_engine_enters_by_name() {
+        let (a, b) = (engine(10), engine(10));
+        drop(a.resource_key("other"));
+        let key = a.resource_key("R");
+        drop(b.entry_for(&key).enter().unwrap());
+        assert_eq!(b.cluster_node("R").unwrap().total_pass(), 1);
+        assert!(b.cluster_node("other").is_none());
+        assert_eq!(a.cluster_node("R").unwrap().total_pass(), 0);
+    }
+
+    #[test]
+    fn a_key_past_the_cap_enters_by_name_and_its_rules_still_apply() {
+        let fg = engine(1);
+        drop(fg.resource_key("first"));
+        let key = fg.resource_key("late");
+        drop(fg.entry_for(&key).enter().unwrap());
+        assert!(
+            fg.cluster_node("late").is_none(),
+            "past the cap: not counted"
+        );
+        fg.load_rules_json(RuleType::Flow, r#"[{"resource":"late","count":0}]"#)
+            .unwrap();
+        assert!(
+            fg.entry_for(&key).enter().is_err(),
+            "a rule creates the resource past the cap: never fail-open"
+        );
+    }
+}
