@@ -146,6 +146,7 @@ impl Default for CachedClock {
 }
 
 impl Clock for CachedClock {
+    #[inline]
     fn now_nanos(&self) -> u64 {
         let nanos = self.ticker.nanos.load(Ordering::Relaxed);
         if nanos == u64::MAX {

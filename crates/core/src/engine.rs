@@ -129,6 +129,8 @@ pub(crate) struct Inner {
     /// The engine's own handle, for entries that must own one.
     me: std::sync::Weak<Inner>,
     pub(crate) clock: Arc<dyn Clock>,
+    /// `clock` itself when it is a [`CachedClock`] (the default): read without a dynamic call.
+    cached_clock: Option<CachedClock>,
     pub(crate) chain: SlotChain,
     pub(crate) config: Config,
     pub(crate) errors: ErrorFilter,
@@ -168,6 +170,15 @@ impl fmt::Debug for Inner {
 impl Inner {
     fn lock(&self) -> MutexGuard<'_, ()> {
         self.create_lock.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The engine's time, epoch ns (the hot path's clock read).
+    #[inline]
+    pub(crate) fn now_nanos(&self) -> u64 {
+        match &self.cached_clock {
+            Some(clock) => clock.now_nanos(),
+            None => self.clock.now_nanos(),
+        }
     }
 
     pub(crate) fn is_enabled(&self) -> bool {
@@ -1022,6 +1033,8 @@ impl<'a> ResourceHandle<'a> {
 /// Configures a [`Floodgate`].
 pub struct FloodgateBuilder {
     clock: Option<Arc<dyn Clock>>,
+    /// `clock` when it is a [`CachedClock`] (or none was set: the default).
+    cached_clock: Option<CachedClock>,
     config: Config,
     edits: Vec<ChainEdit>,
     errors: ErrorFilter,
@@ -1043,6 +1056,7 @@ impl Default for FloodgateBuilder {
     fn default() -> Self {
         FloodgateBuilder {
             clock: None,
+            cached_clock: None,
             config: Config {
                 geometry: WindowGeometry::DEFAULT,
                 cold_factor: DEFAULT_COLD_FACTOR,
@@ -1063,12 +1077,16 @@ impl Default for FloodgateBuilder {
 impl FloodgateBuilder {
     /// The clock (default: [`CachedClock`], the real clock refreshed every millisecond).
     pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.cached_clock = (&clock as &dyn std::any::Any)
+            .downcast_ref::<CachedClock>()
+            .copied();
         self.clock = Some(Arc::new(clock));
         self
     }
 
     /// The clock, shared.
     pub fn shared_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.cached_clock = None;
         self.clock = Some(clock);
         self
     }
@@ -1181,9 +1199,13 @@ impl FloodgateBuilder {
 
     /// Builds the engine: collects the registered slots, applies the edits, sorts the chain.
     pub fn build(self) -> Floodgate {
-        let clock = self
-            .clock
-            .unwrap_or_else(|| Arc::new(CachedClock::new()) as Arc<dyn Clock>);
+        let (clock, cached_clock) = match self.clock {
+            Some(clock) => (clock, self.cached_clock),
+            None => {
+                let cached = CachedClock::new();
+                (Arc::new(cached) as Arc<dyn Clock>, Some(cached))
+            }
+        };
         let mut config = self.config;
         config.occupy_timeout_ms = config.occupy_timeout_ms.min(config.geometry.interval_ms);
         let system_probe = self
@@ -1194,6 +1216,7 @@ impl FloodgateBuilder {
             id: NEXT_ENGINE_ID.fetch_add(1, Ordering::Relaxed),
             me: me.clone(),
             block_log: BlockLog::new(self.block_log_file, clock.clone()),
+            cached_clock,
             clock,
             chain,
             config,

@@ -176,7 +176,7 @@ impl<'a> EntryBuilder<'a> {
             (None, Some(id)) => engine.origin_str(id),
             (None, None) => "",
         };
-        let now_nanos = engine.clock.now_nanos();
+        let now_nanos = engine.now_nanos();
         let stripe = current_stripe();
         let mut cx = SlotContext {
             engine,
@@ -197,6 +197,7 @@ impl<'a> EntryBuilder<'a> {
                 .stats
                 .cursor(now_nanos / NANOS_PER_MILLI, stripe),
             node_id: None,
+            default_node: None,
             node_counted: false,
             origin_node_id: None,
             wait: Duration::ZERO,
@@ -448,7 +449,7 @@ impl Active<'_> {
     fn exit(&self) {
         let a = self;
         let context = a.context;
-        let now_nanos = a.engine.clock.now_nanos();
+        let now_nanos = a.engine.now_nanos();
         let rt = now_nanos.saturating_sub(a.created_nanos) / NANOS_PER_MILLI;
         let stripe = current_stripe();
         let mut cx = ExitContext {

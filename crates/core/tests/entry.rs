@@ -223,3 +223,21 @@ fn an_entry_may_exit_on_another_thread() {
     assert_eq!(fg.cluster_node("R").unwrap().cur_thread_num(), 0);
     assert_eq!(fg.cluster_node("R").unwrap().success_qps(), 1.0);
 }
+
+#[test]
+fn entries_read_the_clock_the_builder_was_given_last() {
+    // A cached clock is read without a dynamic call; a clock set after it must replace it.
+    let manual = ManualClock::new(T0);
+    let fg = Floodgate::builder()
+        .clock(floodgate_core::CachedClock::new())
+        .shared_clock(Arc::new(manual.clone()))
+        .build();
+    drop(fg.entry("R").enter().unwrap());
+    assert_eq!(
+        fg.cluster_node("R").unwrap().pass_qps(),
+        1.0,
+        "recorded at the manual clock's time"
+    );
+    manual.advance(Duration::from_secs(3));
+    assert_eq!(fg.cluster_node("R").unwrap().pass_qps(), 0.0);
+}

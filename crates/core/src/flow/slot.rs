@@ -194,7 +194,7 @@ fn reference_node<'c>(cx: &'c SlotContext<'_>, state: &FlowRuleState) -> Option<
             if cx.context_name() != reference {
                 return None;
             }
-            Some(cx.engine.default_node(cx.node_id?)?.stats())
+            Some(cx.default_node?.stats())
         }
         FlowStrategy::Direct => None,
     }

@@ -36,7 +36,7 @@ pub use statistic::StatisticSlot;
 use crate::block::{BlockError, BlockKind};
 use crate::engine::{ContextData, Inner, Parent, Resource};
 use crate::entry_type::{EntryType, ResourceType};
-use crate::node::NodeView;
+use crate::node::{DefaultNode, NodeView};
 use crate::param::ParamValue;
 use crate::rules::RuleType;
 use crate::stat::Cursor;
@@ -178,6 +178,8 @@ pub struct SlotContext<'a> {
     pub(crate) stripe: usize,
     pub(crate) at: Cursor,
     pub(crate) node_id: Option<u32>,
+    /// The node of `node_id` (looked up once, by the node selector).
+    pub(crate) default_node: Option<&'a DefaultNode>,
     pub(crate) node_counted: bool,
     pub(crate) origin_node_id: Option<u32>,
     pub(crate) wait: Duration,
@@ -245,7 +247,7 @@ impl SlotContext<'_> {
 
     /// The resource's statistics in this context (starts them if they were not counting).
     pub fn context_node(&self) -> Option<NodeView<'_>> {
-        let node = self.engine.default_node(self.node_id?)?;
+        let node = self.default_node?;
         Some(NodeView {
             node: node.stats(),
             clock: &*self.engine.clock,

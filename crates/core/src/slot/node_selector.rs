@@ -17,6 +17,7 @@ impl Slot for NodeSelectorSlot {
         if let Some(id) = engine.node_in_context(cx.resource, cx.context.id) {
             if let Some(node) = engine.default_node(id) {
                 engine.attach(cx.context, cx.parent, id, node);
+                cx.default_node = Some(node);
             }
             cx.node_id = Some(id);
         }

@@ -37,10 +37,7 @@ fn nodes<'a>(
 impl Slot for StatisticSlot {
     #[inline]
     fn on_pass(&self, cx: &mut SlotContext<'_>) {
-        let node = cx
-            .node_id
-            .and_then(|id| cx.engine.default_node(id))
-            .and_then(|n| n.counting());
+        let node = cx.default_node.and_then(|n| n.counting());
         cx.node_counted = node.is_some();
         let (at, count) = (cx.at, cx.count);
         for n in nodes(
@@ -61,10 +58,7 @@ impl Slot for StatisticSlot {
     }
 
     fn on_block(&self, cx: &mut SlotContext<'_>, _block: &BlockError) {
-        let node = cx
-            .node_id
-            .and_then(|id| cx.engine.default_node(id))
-            .and_then(|n| n.counting());
+        let node = cx.default_node.and_then(|n| n.counting());
         let (at, count) = (cx.at, cx.count);
         for n in nodes(
             cx.engine,
