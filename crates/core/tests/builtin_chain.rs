@@ -26,7 +26,12 @@ fn engine(generic: bool) -> (ManualClock, Floodgate) {
     }
     let fg = builder.build();
     let rules = [
-        (RuleType::Flow, r#"[{"resource":"F","count":5}]"#),
+        // "P" also has a flow rule: a flow block after its THREAD parameter rule admitted a value
+        // must hand that value's count back (the parameter slot's block hook).
+        (
+            RuleType::Flow,
+            r#"[{"resource":"F","count":5},{"resource":"P","count":12}]"#,
+        ),
         (
             RuleType::ParamFlow,
             r#"[{"resource":"P","grade":0,"paramIdx":0,"count":1},
