@@ -18,6 +18,7 @@ use crate::entry::EntryBuilder;
 use crate::entry_type::ResourceType;
 use crate::error_filter::ErrorFilter;
 use crate::flow::{DEFAULT_COLD_FACTOR, FlowRule, FlowRules, FlowStatus};
+use crate::last_lookup;
 use crate::name_index::NameIndex;
 use crate::node::{
     CallTree, ClusterNode, DefaultNode, EntranceNode, MetricLine, NodeSnapshot, NodeView,
@@ -190,10 +191,19 @@ impl Inner {
     /// the cap never turns into fail-open).
     #[inline]
     pub(crate) fn resource(&self, name: &str) -> Option<&Resource> {
-        match self.resource_index.get(name) {
+        if let Some(id) = last_lookup::recall(self.id, name) {
+            if let Some(resource) = self.resources.get(id) {
+                if *resource.name == *name {
+                    return Some(resource);
+                }
+            }
+        }
+        let resource = match self.resource_index.get(name) {
             Some(id) => self.resources.get(id),
             None => self.create_resource(name),
-        }
+        }?;
+        last_lookup::remember(self.id, name, resource.id);
+        Some(resource)
     }
 
     #[cold]

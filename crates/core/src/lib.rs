@@ -51,6 +51,7 @@ mod entry_type;
 mod error_filter;
 mod flow;
 mod global;
+mod last_lookup;
 mod name_index;
 mod node;
 mod param;
