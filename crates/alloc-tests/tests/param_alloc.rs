@@ -145,10 +145,55 @@ fn a_flood_of_new_values_replaces_settled_ones_in_place() {
     );
 }
 
+/// Owned arguments (strings, lists), inline or boxed, borrowed or owned entries, are freed when the
+/// entry ends: the entry drops its inline arguments by hand, and must not leak the ones that own memory.
+fn owned_arguments_are_freed() {
+    let fg = Floodgate::builder().clock(ManualClock::new(T0)).build();
+    fg.load_rules_json(
+        RuleType::ParamFlow,
+        r#"[{"resource":"R","paramIdx":0,"count":1e9},{"resource":"R","paramIdx":1,"grade":0,"count":1e9}]"#,
+    )
+    .unwrap();
+    let owned = || String::from("an owned argument, longer than inline");
+    let list = || ParamValue::List(vec![ParamValue::from(owned()), ParamValue::from(7)]);
+    let calls = || {
+        drop(fg.entry("R").args([owned()]).enter().unwrap());
+        drop(
+            fg.entry("R")
+                .args([ParamValue::from(1), list()])
+                .enter()
+                .unwrap(),
+        );
+        drop(
+            fg.entry("R")
+                .args([list(), list(), list()])
+                .enter()
+                .unwrap(),
+        );
+        drop(fg.entry("R").args([owned()]).enter_owned().unwrap());
+        drop(
+            fg.entry("R")
+                .args([ParamValue::from(1), list()])
+                .enter_owned()
+                .unwrap(),
+        );
+    };
+    // The rules' caches keep the values they have seen: let them fill first.
+    calls();
+    let stats = allocation_counter::measure(|| {
+        for _ in 0..100 {
+            calls();
+        }
+    });
+    assert!(stats.count_total > 0, "the arguments were allocated");
+    assert_eq!(stats.count_current, 0, "every argument freed: {stats:?}");
+}
+
 /// One test measuring one case after the other (allocations are counted on the measuring thread).
 #[test]
 fn allocations() {
     guarded_calls_with_known_values_allocate_nothing();
     blocks_naming_the_value_allocate_nothing();
     a_flood_of_new_values_replaces_settled_ones_in_place();
+    owned_arguments_are_freed();
 }

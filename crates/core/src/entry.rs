@@ -2,6 +2,7 @@
 
 use std::error::Error;
 use std::fmt;
+use std::mem::ManuallyDrop;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -259,11 +260,25 @@ enum Inline {
 }
 
 /// An entry's arguments: up to two inline, a borrowed slice, or boxed.
+///
+/// The inline values are dropped by hand (see the `Drop` impl): numbers and borrowed strings, the
+/// common arguments, own nothing, and checking that is cheaper than the compiler's drop of each value.
 #[derive(Debug)]
 enum Args<'a> {
-    Inline(Inline, [ParamValue<'a>; 2]),
+    Inline(Inline, ManuallyDrop<[ParamValue<'a>; 2]>),
     Borrowed(&'a [ParamValue<'a>]),
     Heap(Box<[ParamValue<'a>]>),
+}
+
+impl Drop for Args<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if let Args::Inline(_, values) = self {
+            if values.iter().any(ParamValue::owns_heap) {
+                drop(Args::take_inline(values));
+            }
+        }
+    }
 }
 
 impl<'a> Args<'a> {
@@ -279,10 +294,10 @@ impl<'a> Args<'a> {
             return Args::EMPTY;
         };
         let Some(second) = it.next() else {
-            return Args::Inline(Inline::One, [first, ParamValue::Null]);
+            return Args::Inline(Inline::One, ManuallyDrop::new([first, ParamValue::Null]));
         };
         let Some(third) = it.next() else {
-            return Args::Inline(Inline::Two, [first, second]);
+            return Args::Inline(Inline::Two, ManuallyDrop::new([first, second]));
         };
         let mut all = Vec::with_capacity(3 + it.size_hint().0);
         all.extend([first, second, third]);
@@ -291,27 +306,41 @@ impl<'a> Args<'a> {
     }
 
     /// The same arguments, owning their strings, boxed (no allocation without arguments).
-    fn into_owned_boxed(self) -> Box<[ParamValue<'static>]> {
-        match self {
+    fn into_owned_boxed(mut self) -> Box<[ParamValue<'static>]> {
+        match &mut self {
             // The common case, spelled out: no iterator to build for nothing (an owned entry per request
             // in the tower layer).
             Args::Borrowed([]) => Box::default(),
             Args::Borrowed(values) => values.iter().cloned().map(ParamValue::into_owned).collect(),
-            Args::Heap(values) => values
+            Args::Heap(values) => std::mem::take(values)
                 .into_vec()
                 .into_iter()
                 .map(ParamValue::into_owned)
                 .collect(),
-            Args::Inline(Inline::One, [a, _]) => Box::new([a.into_owned()]),
-            Args::Inline(Inline::Two, [a, b]) => Box::new([a.into_owned(), b.into_owned()]),
+            Args::Inline(count, values) => {
+                let count = *count;
+                let [a, b] = Args::take_inline(values);
+                match count {
+                    Inline::One => Box::new([a.into_owned()]),
+                    Inline::Two => Box::new([a.into_owned(), b.into_owned()]),
+                }
+            }
         }
+    }
+
+    /// Takes the inline values out, leaving nulls (which own nothing) behind.
+    fn take_inline(values: &mut ManuallyDrop<[ParamValue<'a>; 2]>) -> [ParamValue<'a>; 2] {
+        ManuallyDrop::into_inner(std::mem::replace(
+            values,
+            ManuallyDrop::new([ParamValue::Null, ParamValue::Null]),
+        ))
     }
 
     #[inline]
     fn as_slice(&self) -> &[ParamValue<'a>] {
         match self {
             Args::Inline(Inline::One, values) => &values[..1],
-            Args::Inline(Inline::Two, values) => values,
+            Args::Inline(Inline::Two, values) => &values[..],
             Args::Borrowed(values) => values,
             Args::Heap(values) => values,
         }

@@ -104,6 +104,12 @@ impl<'a> ParamValue<'a> {
     pub fn is_null(&self) -> bool {
         matches!(self, ParamValue::Null)
     }
+
+    /// Whether dropping the value frees memory (an owned string or a list).
+    #[inline]
+    pub(crate) fn owns_heap(&self) -> bool {
+        matches!(self, ParamValue::Str(Cow::Owned(_)) | ParamValue::List(_))
+    }
 }
 
 /// A user type a hot-parameter rule can limit by value (Sentinel's `ParamFlowArgument`): rules compare
