@@ -7,6 +7,7 @@
 //! authority, system, hot parameters, flow, default circuit breakers, degrade), without an indirect call
 //! or a per-slot flag lookup.
 
+use super::chain::SlotChain;
 use super::{
     ClusterBuilderSlot, ExitContext, NodeSelectorSlot, Slot, SlotContext, StatisticSlot, order,
 };
@@ -42,31 +43,41 @@ pub(super) struct Positions {
     pub(super) degrade: usize,
 }
 
-/// The entry hooks of the built-in chain. `Err((position, block))`: the slot at `position` blocked.
+/// The entry hooks of the built-in chain; a block is unwound through the block hooks of the slots before
+/// the one that blocked (`chain`'s generic unwinding) and returned as it was made, without wrapping it.
 #[inline]
-pub(super) fn entry(at: &Positions, cx: &mut SlotContext<'_>) -> Result<(), (usize, BlockError)> {
+pub(super) fn entry(
+    chain: &SlotChain,
+    at: &Positions,
+    cx: &mut SlotContext<'_>,
+) -> Result<(), BlockError> {
+    macro_rules! check {
+        ($slot:expr, $position:expr) => {
+            if let Err(block) = $slot.entry(cx) {
+                chain.unwind(cx, $position, &block);
+                return Err(block);
+            }
+        };
+    }
     // Neither can fail.
     let _ = NodeSelectorSlot.entry(cx);
     let _ = ClusterBuilderSlot.entry(cx);
     let engine = cx.engine;
     if engine.authority.in_force() {
-        AuthoritySlot.entry(cx).map_err(|b| (at.authority, b))?;
+        check!(AuthoritySlot, at.authority);
     }
     if engine.system.in_force() {
-        SystemSlot.entry(cx).map_err(|b| (at.system, b))?;
+        check!(SystemSlot, at.system);
     }
     if engine.param_flow.any() {
-        ParamFlowSlot.entry(cx).map_err(|b| (at.param_flow, b))?;
+        check!(ParamFlowSlot, at.param_flow);
     }
     if engine.flow.in_force() {
-        FlowSlot.entry(cx).map_err(|b| (at.flow, b))?;
+        check!(FlowSlot, at.flow);
     }
-    let breakers = engine.degrade.in_force();
-    if breakers {
-        DefaultCircuitBreakerSlot
-            .entry(cx)
-            .map_err(|b| (at.default_circuit_breaker, b))?;
-        DegradeSlot.entry(cx).map_err(|b| (at.degrade, b))?;
+    if engine.degrade.in_force() {
+        check!(DefaultCircuitBreakerSlot, at.default_circuit_breaker);
+        check!(DegradeSlot, at.degrade);
         // The pass hooks, in reverse order.
         DegradeSlot.on_pass(cx);
         DefaultCircuitBreakerSlot.on_pass(cx);

@@ -116,10 +116,7 @@ impl SlotChain {
     #[inline]
     pub(crate) fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
         if let Some(at) = &self.builtin {
-            return builtin::entry(at, cx).map_err(|(position, block)| {
-                self.unwind(cx, position, &block);
-                block
-            });
+            return builtin::entry(self, at, cx);
         }
         let engine = cx.engine;
         for s in self.entries.iter() {
@@ -139,7 +136,8 @@ impl SlotChain {
     }
 
     /// Runs the block hooks of the slots before `position` (the slot that blocked), in reverse order.
-    fn unwind(&self, cx: &mut SlotContext<'_>, position: usize, block: &BlockError) {
+    #[cold]
+    pub(super) fn unwind(&self, cx: &mut SlotContext<'_>, position: usize, block: &BlockError) {
         let engine = cx.engine;
         for before in self.blocks.iter().rev() {
             if before.position < position && before.active(engine) {
