@@ -154,6 +154,10 @@ fn owned_arguments_are_freed() {
         r#"[{"resource":"R","paramIdx":0,"count":1e9},{"resource":"R","paramIdx":1,"grade":0,"count":1e9}]"#,
     )
     .unwrap();
+    fg.load_rules_json(RuleType::Flow, r#"[{"resource":"B","count":0}]"#)
+        .unwrap();
+    let off = Floodgate::builder().clock(ManualClock::new(T0)).build();
+    off.set_enabled(false);
     let owned = || String::from("an owned argument, longer than inline");
     let list = || ParamValue::List(vec![ParamValue::from(owned()), ParamValue::from(7)]);
     let calls = || {
@@ -177,6 +181,15 @@ fn owned_arguments_are_freed() {
                 .enter_owned()
                 .unwrap(),
         );
+        // Entries that never get a guard drop their arguments with the builder: blocked, switched off.
+        drop(fg.entry("B").args([owned()]).enter().unwrap_err());
+        drop(
+            fg.entry("B")
+                .args([ParamValue::from(1), list()])
+                .enter_owned()
+                .unwrap_err(),
+        );
+        drop(off.entry("R").args([owned()]).enter().unwrap());
     };
     // The rules' caches keep the values they have seen: let them fill first.
     calls();

@@ -31,7 +31,9 @@
 //! * Nodes: a `ClusterNode` per resource, a `DefaultNode` per resource × context (the call tree), an
 //!   `EntranceNode` per context, an origin node per resource × caller, and the global inbound node.
 //! * [`Slot`]s, registered with an order ([`register_slot!`]) and assembled per engine by
-//!   [`FloodgateBuilder`].
+//!   [`FloodgateBuilder`]; an engine with only the built-in slots runs them as straight-line code.
+//! * Resources by name ([`Floodgate::entry`]), resolved once ([`Floodgate::resource`], borrowing the
+//!   engine), or kept as a [`ResourceKey`] ([`Floodgate::entry_for`]) by adapters that cache them.
 //! * Contexts ([`ContextBuilder`]): named call trees with an origin, for sync and async code.
 //! * Rules: [`FlowRule`]; [`AuthorityRule`] (white/black lists of origins); [`SystemRule`] (adaptive
 //!   protection of inbound traffic by QPS, concurrency, RT, load and CPU, read from a [`SystemProbe`]).

@@ -105,10 +105,19 @@ impl<'a> ParamValue<'a> {
         matches!(self, ParamValue::Null)
     }
 
-    /// Whether dropping the value frees memory (an owned string or a list).
+    /// Whether dropping the value frees memory (an owned string or a list). Every variant is listed, so
+    /// that a new one must say (an entry drops its inline arguments only when one owns memory).
     #[inline]
     pub(crate) fn owns_heap(&self) -> bool {
-        matches!(self, ParamValue::Str(Cow::Owned(_)) | ParamValue::List(_))
+        match self {
+            ParamValue::Str(Cow::Owned(_)) | ParamValue::List(_) => true,
+            ParamValue::Null
+            | ParamValue::Bool(_)
+            | ParamValue::Int(_)
+            | ParamValue::Float(_)
+            | ParamValue::Str(Cow::Borrowed(_))
+            | ParamValue::Slice(_) => false,
+        }
     }
 }
 

@@ -4,15 +4,17 @@
 //! outlives the borrow — an adapter's per-route cache, say, which sits beside its engine handle. A
 //! [`ResourceKey`] holds the engine's id, the resource's id and its name; [`Floodgate::entry_for`]
 //! enters it without looking the name up. A key the engine cannot resolve (one made past the resource
-//! cap, or by another engine) enters by name, exactly as [`Floodgate::entry`] would.
+//! cap or while the engine was switched off, or by another engine) enters by name, exactly as
+//! [`Floodgate::entry`] would. Keys are equal when they name the same resource of the same engine.
 
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use crate::engine::Floodgate;
 use crate::entry::{EntryBuilder, Target};
 
 /// A resource resolved once (see [`Floodgate::resource_key`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ResourceKey {
     engine: u64,
     /// `None`: not resolved (past the resource cap); entered by name.
@@ -27,12 +29,34 @@ impl ResourceKey {
     }
 }
 
+impl PartialEq for ResourceKey {
+    /// The same engine and name (whether or not either key was resolved).
+    fn eq(&self, other: &Self) -> bool {
+        self.engine == other.engine && self.name == other.name
+    }
+}
+
+impl Eq for ResourceKey {}
+
+impl Hash for ResourceKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.engine.hash(state);
+        self.name.hash(state);
+    }
+}
+
 impl Floodgate {
     /// `resource` resolved once, to be entered often with [`entry_for`](Self::entry_for) (no name lookup
-    /// per entry). Past the resource cap, when no rule names it, the key keeps only the name and its
-    /// entries look it up as [`entry`](Self::entry) does.
+    /// per entry). Past the resource cap, when no rule names it, or while the engine is switched off
+    /// (which creates no resource), the key keeps only the name and its entries look it up as
+    /// [`entry`](Self::entry) does.
     pub fn resource_key(&self, resource: &str) -> ResourceKey {
-        match self.inner.resource(resource) {
+        let resolved = if self.inner.is_enabled() {
+            self.inner.resource(resource)
+        } else {
+            None
+        };
+        match resolved {
             Some(r) => ResourceKey {
                 engine: self.inner.id,
                 id: Some(r.id),
@@ -94,6 +118,18 @@ mod tests {
         assert_eq!(b.cluster_node("R").unwrap().total_pass(), 1);
         assert!(b.cluster_node("other").is_none());
         assert_eq!(a.cluster_node("R").unwrap().total_pass(), 0);
+    }
+
+    #[test]
+    fn a_switched_off_engine_creates_no_resource_for_a_key() {
+        let fg = engine(10);
+        fg.set_enabled(false);
+        let key = fg.resource_key("R");
+        assert!(fg.resource_names().is_empty());
+        fg.set_enabled(true);
+        drop(fg.entry_for(&key).enter().unwrap());
+        assert_eq!(fg.cluster_node("R").unwrap().total_pass(), 1);
+        assert_eq!(key, fg.resource_key("R"), "keys name resources");
     }
 
     #[test]

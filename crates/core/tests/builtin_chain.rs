@@ -1,6 +1,7 @@
 //! The built-in chain runs as straight-line code when an engine has only the built-in slots; an engine
 //! with any slot edit runs the generic loop over `dyn Slot`. Both must behave the same: the same
-//! admissions and blocks, the same statistics, the same block log.
+//! admissions and blocks, the same statistics, call tree and block log. (No slot is registered in this
+//! test binary, so its default engines take the built-in path; `slot/chain.rs` tests the detection.)
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,7 +31,8 @@ fn engine(generic: bool) -> (ManualClock, Floodgate) {
         // must hand that value's count back (the parameter slot's block hook).
         (
             RuleType::Flow,
-            r#"[{"resource":"F","count":5},{"resource":"P","count":12}]"#,
+            r#"[{"resource":"F","count":5},{"resource":"P","count":12},
+                {"resource":"C","strategy":2,"refResource":"checkout","count":4}]"#,
         ),
         (
             RuleType::ParamFlow,
@@ -93,6 +95,18 @@ fn script(generic: bool) -> (Vec<String>, Floodgate) {
                 .enter()
                 .map(drop),
         );
+        // A named context: per-context nodes, a CHAIN rule that reads the context's node, and a child
+        // entry nested in the call tree.
+        fg.context("checkout").origin(origin).run(|| {
+            let parent = fg.entry("C").enter();
+            if let Ok(parent) = &parent {
+                if let Some(child) = parent.child("C-child") {
+                    outcome(format!("C-child#{step}"), child.enter().map(drop));
+                }
+            }
+            outcome(format!("C#{step}"), parent.map(drop));
+        });
+        outcome(format!("C outside#{step}"), fg.entry("C").enter().map(drop));
         // Breakers: errors open them; a half-open probe is admitted once the window passes.
         for resource in ["D", "E"] {
             let entered = fg.entry(resource).enter().map(|entry| {
@@ -134,6 +148,27 @@ fn the_built_in_chain_and_the_generic_chain_agree() {
     };
     assert_eq!(inbound(&builtin), inbound(&generic));
     assert_eq!(builtin.block_log(), generic.block_log());
+    assert_eq!(
+        format!("{:?}", builtin.call_tree()),
+        format!("{:?}", generic.call_tree())
+    );
+    let context_node = |fg: &Floodgate, resource: &str| {
+        let node = fg
+            .context_node(resource, "checkout")
+            .expect("entered in the context");
+        (
+            node.total_pass(),
+            node.block_request(),
+            node.cur_thread_num(),
+        )
+    };
+    for resource in ["C", "C-child"] {
+        assert_eq!(
+            context_node(&builtin, resource),
+            context_node(&generic, resource),
+            "{resource}"
+        );
+    }
     assert_eq!(
         builtin.slots().len() + 1,
         generic.slots().len(),

@@ -4,10 +4,11 @@
 //! The default name depends only on the method and the route template (or the gRPC path), so the layer
 //! keeps the [`ResourceKey`] of every name it has built in a copy-on-write map, read through `arc-swap`:
 //! a request whose route was seen before finds its resource with one hash of the template and no lock,
-//! no allocation and no shared write. The map holds at most [`CAPACITY`] routes; past that a name is
-//! formatted and looked up per request (and the cache, once full, is not locked again), so a flood of distinct gRPC paths or extension methods — both
-//! chosen by clients — cannot grow it without bound nor make requests queue on its lock. The engine's
-//! resource cap still bounds the resources themselves.
+//! no allocation and no shared write. The map holds at most [`CAPACITY`] keys; past that a name is
+//! formatted and looked up per request (and the cache, once full, is not locked again), so a flood of
+//! distinct gRPC paths or extension methods — both chosen by clients — cannot grow it without bound nor
+//! make requests queue on its lock. The engine's resource cap still bounds the resources themselves; a
+//! key made past it (or while the engine was switched off) enters by name until the resource exists.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -19,24 +20,24 @@ use rustc_hash::FxHashMap;
 
 use crate::resource::NameParts;
 
-/// How many names the cache keeps.
+/// How many keys the cache keeps.
 pub(crate) const CAPACITY: usize = 1024;
 
-/// Route → the names built for it, one per method.
+/// Route → the keys of the names built for it, one per method.
 type Names = FxHashMap<Box<str>, Vec<(Option<Method>, ResourceKey)>>;
 
-/// The names built so far, shared by the services a layer makes.
+/// The keys made so far, shared by the services a layer makes.
 #[derive(Debug, Default)]
 pub(crate) struct RouteNames {
     names: ArcSwap<Names>,
-    /// Serializes inserts (readers never take it); counts the names kept.
+    /// Serializes inserts (readers never take it); counts the keys kept.
     insert: Mutex<usize>,
-    /// Set once [`CAPACITY`] names are kept: later misses format without locking.
+    /// Set once [`CAPACITY`] keys are kept: later misses are looked up without locking.
     full: AtomicBool,
 }
 
 impl RouteNames {
-    /// Runs `f` with the resource name of `parts`.
+    /// Runs `f` with the resource key of `parts` (made and kept on the route's first request).
     pub(crate) fn with<T>(
         &self,
         fg: &Floodgate,

@@ -32,25 +32,24 @@ pub(super) const SLOTS: [(&str, i32); 10] = [
     ("degrade", order::DEGRADE),
 ];
 
-/// Where each checking slot sits in the chain, for unwinding a block through the slots before it.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Positions {
-    pub(super) authority: usize,
-    pub(super) system: usize,
-    pub(super) param_flow: usize,
-    pub(super) flow: usize,
-    pub(super) default_circuit_breaker: usize,
-    pub(super) degrade: usize,
+/// Where each checking slot sits in [`SLOTS`] (and so in a built-in chain), for unwinding a block through
+/// the slots before it.
+const AUTHORITY: usize = 4;
+const SYSTEM: usize = 5;
+const PARAM_FLOW: usize = 6;
+const FLOW: usize = 7;
+const DEFAULT_CIRCUIT_BREAKER: usize = 8;
+const DEGRADE: usize = 9;
+
+/// Whether `slots` (names and orders, in chain order) are exactly the built-in ones.
+pub(super) fn is_builtin<'a>(mut slots: impl ExactSizeIterator<Item = (&'a str, i32)>) -> bool {
+    slots.len() == SLOTS.len() && SLOTS.iter().all(|s| slots.next() == Some(*s))
 }
 
 /// The entry hooks of the built-in chain; a block is unwound through the block hooks of the slots before
 /// the one that blocked (`chain`'s generic unwinding) and returned as it was made, without wrapping it.
 #[inline]
-pub(super) fn entry(
-    chain: &SlotChain,
-    at: &Positions,
-    cx: &mut SlotContext<'_>,
-) -> Result<(), BlockError> {
+pub(super) fn entry(chain: &SlotChain, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
     macro_rules! check {
         ($slot:expr, $position:expr) => {
             if let Err(block) = $slot.entry(cx) {
@@ -59,25 +58,28 @@ pub(super) fn entry(
             }
         };
     }
-    // Neither can fail.
-    let _ = NodeSelectorSlot.entry(cx);
-    let _ = ClusterBuilderSlot.entry(cx);
+    // Neither ever blocks.
+    let selected = NodeSelectorSlot.entry(cx);
+    let built = ClusterBuilderSlot.entry(cx);
+    debug_assert!(selected.is_ok() && built.is_ok());
     let engine = cx.engine;
     if engine.authority.in_force() {
-        check!(AuthoritySlot, at.authority);
+        check!(AuthoritySlot, AUTHORITY);
     }
     if engine.system.in_force() {
-        check!(SystemSlot, at.system);
+        check!(SystemSlot, SYSTEM);
     }
     if engine.param_flow.any() {
-        check!(ParamFlowSlot, at.param_flow);
+        check!(ParamFlowSlot, PARAM_FLOW);
     }
     if engine.flow.in_force() {
-        check!(FlowSlot, at.flow);
+        check!(FlowSlot, FLOW);
     }
+    // Read once for the checks and the pass hooks (the generic loop reads it per hook; a load racing
+    // between the two then leaves a reserved probe uncommitted there, never here).
     if engine.degrade.in_force() {
-        check!(DefaultCircuitBreakerSlot, at.default_circuit_breaker);
-        check!(DegradeSlot, at.degrade);
+        check!(DefaultCircuitBreakerSlot, DEFAULT_CIRCUIT_BREAKER);
+        check!(DegradeSlot, DEGRADE);
         // The pass hooks, in reverse order.
         DegradeSlot.on_pass(cx);
         DefaultCircuitBreakerSlot.on_pass(cx);
@@ -97,5 +99,34 @@ pub(super) fn exit(cx: &mut ExitContext<'_>) {
     if engine.degrade.in_force() {
         DefaultCircuitBreakerSlot.exit(cx);
         DegradeSlot.exit(cx);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_positions_name_their_slots() {
+        let name = |position: usize| SLOTS[position].0;
+        assert_eq!(
+            [
+                name(AUTHORITY),
+                name(SYSTEM),
+                name(PARAM_FLOW),
+                name(FLOW),
+                name(DEFAULT_CIRCUIT_BREAKER),
+                name(DEGRADE),
+            ],
+            [
+                "authority",
+                "system",
+                "param_flow",
+                "flow",
+                "default_circuit_breaker",
+                "degrade"
+            ]
+        );
+        assert!(SLOTS.windows(2).all(|w| w[0].1 < w[1].1), "in chain order");
     }
 }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::builtin::{self, Positions};
+use super::builtin;
 use super::{ExitContext, Hooks, Slot, SlotContext, SlotRegistration};
 use crate::block::BlockError;
 use crate::engine::Inner;
@@ -54,8 +54,8 @@ pub(crate) struct SlotChain {
     passes: Box<[ChainSlot]>,
     blocks: Box<[ChainSlot]>,
     exits: Box<[ChainSlot]>,
-    /// `Some` when the slots are exactly the built-in ones: they run as static calls.
-    builtin: Option<Positions>,
+    /// The slots are exactly the built-in ones: they run as static calls.
+    builtin: bool,
 }
 
 impl SlotChain {
@@ -101,7 +101,7 @@ impl SlotChain {
         passes.reverse();
         let blocks = with(|h| h.block);
         let exits = with(|h| h.exit);
-        let builtin = (!edited).then(|| builtin_positions(&slots)).flatten();
+        let builtin = !edited && builtin::is_builtin(slots.iter().map(|s| (s.name, s.order)));
         SlotChain {
             slots,
             entries,
@@ -115,8 +115,8 @@ impl SlotChain {
     /// Runs the entry hooks, then the pass or block hooks.
     #[inline]
     pub(crate) fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
-        if let Some(at) = &self.builtin {
-            return builtin::entry(self, at, cx);
+        if self.builtin {
+            return builtin::entry(self, cx);
         }
         let engine = cx.engine;
         for s in self.entries.iter() {
@@ -149,7 +149,7 @@ impl SlotChain {
     /// Runs the exit hooks in order.
     #[inline]
     pub(crate) fn exit(&self, cx: &mut ExitContext<'_>) {
-        if self.builtin.is_some() {
+        if self.builtin {
             builtin::exit(cx);
             return;
         }
@@ -171,27 +171,6 @@ impl SlotChain {
     }
 }
 
-/// The positions of the checking slots when `slots` are exactly the built-in ones (names and orders).
-fn builtin_positions(slots: &[ChainSlot]) -> Option<Positions> {
-    let same = slots.len() == builtin::SLOTS.len()
-        && slots
-            .iter()
-            .zip(builtin::SLOTS)
-            .all(|(s, (name, order))| s.name == name && s.order == order);
-    if !same {
-        return None;
-    }
-    let at = |name: &str| slots.iter().position(|s| s.name == name);
-    Some(Positions {
-        authority: at("authority")?,
-        system: at("system")?,
-        param_flow: at("param_flow")?,
-        flow: at("flow")?,
-        default_circuit_breaker: at("default_circuit_breaker")?,
-        degrade: at("degrade")?,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,28 +178,9 @@ mod tests {
 
     #[test]
     fn only_the_unedited_built_in_slots_run_as_straight_line_code() {
-        let chain = SlotChain::build(Vec::new());
-        let at = chain
-            .builtin
-            .expect("the core's own slots are the built-in ones");
-        let name = |position: usize| chain.slots[position].name;
-        assert_eq!(
-            [
-                name(at.authority),
-                name(at.system),
-                name(at.param_flow),
-                name(at.flow),
-                name(at.default_circuit_breaker),
-                name(at.degrade),
-            ],
-            [
-                "authority",
-                "system",
-                "param_flow",
-                "flow",
-                "default_circuit_breaker",
-                "degrade"
-            ]
+        assert!(
+            SlotChain::build(Vec::new()).builtin,
+            "the core's own slots are the built-in ones"
         );
         let edits = [
             ChainEdit::Add {
@@ -235,7 +195,7 @@ mod tests {
             ChainEdit::Remove { name: "log" },
         ];
         for edit in edits {
-            assert!(SlotChain::build(vec![edit]).builtin.is_none());
+            assert!(!SlotChain::build(vec![edit]).builtin);
         }
     }
 }

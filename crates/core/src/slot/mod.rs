@@ -11,8 +11,9 @@
 //! Slots register themselves with an order through [`inventory`] ([`register_slot!`](crate::register_slot));
 //! an engine collects the registrations when it is built, then applies its builder's edits (add, replace,
 //! remove). An engine whose slots are exactly the built-in ones runs them as straight-line code
-//! (`builtin.rs`), with the same order and hooks as the generic loop. Sentinel's orders: NodeSelector −10000, ClusterBuilder −9000, Log −8000, Statistic −7000,
-//! Authority −6000, System −5000, ParamFlow −3000, Flow −2000, DefaultCircuitBreaker −1500, Degrade −1000.
+//! (`builtin.rs`), with the same order and hooks as the generic loop. Sentinel's orders: NodeSelector
+//! −10000, ClusterBuilder −9000, Log −8000, Statistic −7000, Authority −6000, System −5000, ParamFlow
+//! −3000, Flow −2000, DefaultCircuitBreaker −1500, Degrade −1000.
 
 mod builtin;
 mod chain;
