@@ -56,8 +56,9 @@ struct Tally {
     origin: String,
     rule: Option<i64>,
     cell: AtomicU64,
-    /// The index of its `(resource, kind)` group.
-    group: u32,
+    /// Its `(resource, kind)` group (a pointer, so that a block reaches it without a second arena
+    /// lookup).
+    group: Arc<Group>,
 }
 
 /// One `(resource, kind)`: its blocks since the engine started, and the cell that samples block events.
@@ -101,7 +102,7 @@ impl Output {
 #[derive(Debug, Default)]
 struct Shared {
     tallies: Arena<Tally>,
-    groups: Arena<Group>,
+    groups: Arena<Arc<Group>>,
     index: Mutex<Index>,
     output: Mutex<Output>,
 }
@@ -183,13 +184,12 @@ impl BlockLog {
         let Some(tally) = shared.tallies.get(index) else {
             return;
         };
-        if let Some(group) = shared.groups.get(tally.group) {
-            group.total.fetch_add(u64::from(count), Ordering::Relaxed);
-            if let AddOutcome::Recycled { old_tag, old_value } =
-                cell::add(&group.sample, second as u32, count)
-            {
-                report_block(block, origin, old_tag, old_value);
-            }
+        let group = &tally.group;
+        group.total.fetch_add(u64::from(count), Ordering::Relaxed);
+        if let AddOutcome::Recycled { old_tag, old_value } =
+            cell::add(&group.sample, second as u32, count)
+        {
+            report_block(block, origin, old_tag, old_value);
         }
         match cell::add(&tally.cell, second as u32, count) {
             AddOutcome::Added => {}
@@ -269,18 +269,19 @@ impl Shared {
             None => {
                 let g = self
                     .groups
-                    .push(Group {
+                    .push(Arc::new(Group {
                         resource: resource.clone(),
                         kind: key.kind,
                         total: AtomicU64::new(0),
                         // The second before: the first block recycles the cell and reports.
                         sample: AtomicU64::new(cell::pack((second as u32).wrapping_sub(1), 0)),
-                    })
+                    }))
                     .ok()?;
                 index.groups.insert((key.resource, key.kind), g);
                 g
             }
         };
+        let group = self.groups.get(group)?.clone();
         let tally = Tally {
             resource,
             kind: block.kind(),
