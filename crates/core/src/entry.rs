@@ -125,8 +125,8 @@ impl<'a> EntryBuilder<'a> {
     /// (asynchronously, ideally) before proceeding. Origins and arguments are copied (a string argument
     /// allocates).
     pub fn enter_owned(self) -> Result<OwnedEntry, BlockError> {
-        let engine = self.engine.handle();
-        self.admit(false, |active| OwnedEntry::detach(engine, active))
+        let engine = self.engine;
+        self.admit(false, |active| OwnedEntry::detach(engine.handle(), active))
     }
 
     /// Runs the slot chain; a queueing wait is awaited with a tokio timer (never slept on the worker).
@@ -477,36 +477,74 @@ impl Active<'_> {
     /// Records the end of the call: runs the chain's exit hooks and restores the thread's frame.
     fn exit(&self) {
         let a = self;
-        let context = a.context;
-        let now_nanos = a.engine.now_nanos();
-        let rt = now_nanos.saturating_sub(a.created_nanos) / NANOS_PER_MILLI;
-        let stripe = current_stripe();
-        let mut cx = ExitContext {
+        let stripe = Finished {
             engine: a.engine,
             resource: a.resource,
-            context,
-            node_id: Active::id(a.node),
-            node_counted: a.node_counted,
-            origin_node_id: Active::id(a.origin_node),
+            context: a.context,
             origin: a.origin,
-            entry_type: a.entry_type,
-            count: a.count,
             args: a.args.as_slice(),
-            rt_ms: u32::try_from(rt).unwrap_or(u32::MAX),
-            error: a.error.load(Ordering::Relaxed),
-            now_ms: now_nanos / NANOS_PER_MILLI,
-            stripe,
-            at: a
-                .resource
-                .cluster
-                .stats
-                .cursor(now_nanos / NANOS_PER_MILLI, stripe),
             attachments: a.attachments.as_deref().map_or(&[], Vec::as_slice),
-        };
-        a.engine.chain.exit(&mut cx);
+            created_nanos: a.created_nanos,
+            node: a.node,
+            origin_node: a.origin_node,
+            count: a.count,
+            entry_type: a.entry_type,
+            node_counted: a.node_counted,
+            error: a.error.load(Ordering::Relaxed),
+        }
+        .record();
         if a.frame_id != 0 && a.thread == stripe as u32 {
             context::pop(a.frame_id, a.previous);
         }
+    }
+}
+
+/// What the exit hooks read of an admitted call (from an [`Active`] entry, or from a detached one
+/// without rebuilding it).
+struct Finished<'a> {
+    engine: &'a Inner,
+    resource: &'a Resource,
+    context: &'a ContextData,
+    origin: &'a str,
+    args: &'a [ParamValue<'a>],
+    attachments: &'a [Attachment],
+    created_nanos: u64,
+    node: u32,
+    origin_node: u32,
+    count: u32,
+    entry_type: EntryType,
+    node_counted: bool,
+    error: bool,
+}
+
+impl Finished<'_> {
+    /// Runs the chain's exit hooks; returns the exiting thread's stripe.
+    #[inline]
+    fn record(self) -> usize {
+        let now_nanos = self.engine.now_nanos();
+        let rt = now_nanos.saturating_sub(self.created_nanos) / NANOS_PER_MILLI;
+        let stripe = current_stripe();
+        let now_ms = now_nanos / NANOS_PER_MILLI;
+        let mut cx = ExitContext {
+            engine: self.engine,
+            resource: self.resource,
+            context: self.context,
+            node_id: Active::id(self.node),
+            node_counted: self.node_counted,
+            origin_node_id: Active::id(self.origin_node),
+            origin: self.origin,
+            entry_type: self.entry_type,
+            count: self.count,
+            args: self.args,
+            rt_ms: u32::try_from(rt).unwrap_or(u32::MAX),
+            error: self.error,
+            now_ms,
+            stripe,
+            at: self.resource.cluster.stats.cursor(now_ms, stripe),
+            attachments: self.attachments,
+        };
+        self.engine.chain.exit(&mut cx);
+        stripe
     }
 }
 
@@ -609,7 +647,7 @@ impl OwnedEntry {
 
 impl Drop for OwnedEntry {
     fn drop(&mut self) {
-        let Some(d) = self.detached.take() else {
+        let Some(d) = &self.detached else {
             return;
         };
         let engine = &self.engine.inner;
@@ -618,29 +656,25 @@ impl Drop for OwnedEntry {
         else {
             return;
         };
-        let active = Active {
+        Finished {
             engine,
             resource,
+            context,
             origin: if d.origin == NONE {
                 ""
             } else {
                 engine.origin_str(d.origin)
             },
-            args: Args::Heap(d.args),
-            attachments: d.attachments,
+            args: &d.args,
+            attachments: d.attachments.as_deref().map_or(&[], Vec::as_slice),
             created_nanos: d.created_nanos,
-            waited_nanos: d.waited_nanos,
-            previous: EntryFrame::NONE,
-            frame_id: 0,
-            thread: 0,
-            context,
             node: d.node,
             origin_node: d.origin_node,
             count: d.count,
             entry_type: d.entry_type,
             node_counted: d.node_counted,
-            error: d.error,
-        };
-        active.exit();
+            error: d.error.load(Ordering::Relaxed),
+        }
+        .record();
     }
 }
