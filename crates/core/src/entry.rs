@@ -376,11 +376,12 @@ struct Active<'a> {
     error: AtomicBool,
 }
 
-impl Active<'_> {
-    fn id(id: u32) -> Option<u32> {
-        (id != NONE).then_some(id)
-    }
+/// `id`, unless it is [`NONE`].
+fn id(id: u32) -> Option<u32> {
+    (id != NONE).then_some(id)
+}
 
+impl Active<'_> {
     fn context_name(&self) -> &str {
         self.context.name()
     }
@@ -453,7 +454,7 @@ impl<'a> Entry<'a> {
         builder.placement = Some(Placement {
             context: a.context.id,
             origin: None,
-            parent: Active::id(a.node).map_or(Parent::Entrance, Parent::Node),
+            parent: id(a.node).map_or(Parent::Entrance, Parent::Node),
         });
         if !a.origin.is_empty() {
             builder = builder.origin(a.origin);
@@ -476,25 +477,24 @@ impl Drop for Entry<'_> {
 impl Active<'_> {
     /// Records the end of the call: runs the chain's exit hooks and restores the thread's frame.
     fn exit(&self) {
-        let a = self;
         let stripe = Finished {
-            engine: a.engine,
-            resource: a.resource,
-            context: a.context,
-            origin: a.origin,
-            args: a.args.as_slice(),
-            attachments: a.attachments.as_deref().map_or(&[], Vec::as_slice),
-            created_nanos: a.created_nanos,
-            node: a.node,
-            origin_node: a.origin_node,
-            count: a.count,
-            entry_type: a.entry_type,
-            node_counted: a.node_counted,
-            error: a.error.load(Ordering::Relaxed),
+            engine: self.engine,
+            resource: self.resource,
+            context: self.context,
+            origin: self.origin,
+            args: self.args.as_slice(),
+            attachments: self.attachments.as_deref().map_or(&[], Vec::as_slice),
+            created_nanos: self.created_nanos,
+            node: self.node,
+            origin_node: self.origin_node,
+            count: self.count,
+            entry_type: self.entry_type,
+            node_counted: self.node_counted,
+            error: self.error.load(Ordering::Relaxed),
         }
         .record();
-        if a.frame_id != 0 && a.thread == stripe as u32 {
-            context::pop(a.frame_id, a.previous);
+        if self.frame_id != 0 && self.thread == stripe as u32 {
+            context::pop(self.frame_id, self.previous);
         }
     }
 }
@@ -529,9 +529,9 @@ impl Finished<'_> {
             engine: self.engine,
             resource: self.resource,
             context: self.context,
-            node_id: Active::id(self.node),
+            node_id: id(self.node),
             node_counted: self.node_counted,
-            origin_node_id: Active::id(self.origin_node),
+            origin_node_id: id(self.origin_node),
             origin: self.origin,
             entry_type: self.entry_type,
             count: self.count,
@@ -553,8 +553,9 @@ impl Finished<'_> {
 /// records the completion, on every path (cancellation included). It never becomes a thread's current
 /// entry. Created by [`EntryBuilder::enter_owned`].
 pub struct OwnedEntry {
-    engine: Floodgate,
+    // Dropped before the engine handle it may hold the last of.
     detached: Option<Detached>,
+    engine: Floodgate,
 }
 
 /// An [`Active`] entry with ids in place of references (re-resolved at exit).

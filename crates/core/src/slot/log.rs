@@ -56,8 +56,7 @@ struct Tally {
     origin: String,
     rule: Option<i64>,
     cell: AtomicU64,
-    /// Its `(resource, kind)` group (a pointer, so that a block reaches it without a second arena
-    /// lookup).
+    /// Its `(resource, kind)` group.
     group: Arc<Group>,
 }
 
@@ -75,7 +74,7 @@ struct Group {
 #[derive(Debug, Default)]
 struct Index {
     keys: FxHashMap<Key, u32>,
-    groups: FxHashMap<(u32, BlockKind), u32>,
+    groups: FxHashMap<(u32, BlockKind), Arc<Group>>,
 }
 
 /// Where finished seconds go: counts waiting to be formatted, the formatted lines, the file.
@@ -265,23 +264,20 @@ impl Shared {
             block.resource()
         });
         let group = match index.groups.get(&(key.resource, key.kind)) {
-            Some(g) => *g,
+            Some(g) => g.clone(),
             None => {
-                let g = self
-                    .groups
-                    .push(Arc::new(Group {
-                        resource: resource.clone(),
-                        kind: key.kind,
-                        total: AtomicU64::new(0),
-                        // The second before: the first block recycles the cell and reports.
-                        sample: AtomicU64::new(cell::pack((second as u32).wrapping_sub(1), 0)),
-                    }))
-                    .ok()?;
-                index.groups.insert((key.resource, key.kind), g);
+                let g = Arc::new(Group {
+                    resource: resource.clone(),
+                    kind: key.kind,
+                    total: AtomicU64::new(0),
+                    // The second before: the first block recycles the cell and reports.
+                    sample: AtomicU64::new(cell::pack((second as u32).wrapping_sub(1), 0)),
+                });
+                self.groups.push(g.clone()).ok()?;
+                index.groups.insert((key.resource, key.kind), g.clone());
                 g
             }
         };
-        let group = self.groups.get(group)?.clone();
         let tally = Tally {
             resource,
             kind: block.kind(),
