@@ -19,7 +19,7 @@ use crate::param_flow::ParamFlowSlot;
 use crate::system::SystemSlot;
 
 /// The built-in slots' names and orders, as registered, in chain order.
-pub(super) const SLOTS: [(&str, i32); 10] = [
+const SLOTS: [(&str, i32); 10] = [
     ("node_selector", order::NODE_SELECTOR),
     ("cluster_builder", order::CLUSTER_BUILDER),
     ("log", order::LOG),
