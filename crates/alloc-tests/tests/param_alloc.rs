@@ -190,6 +190,17 @@ fn owned_arguments_are_freed() {
                 .unwrap_err(),
         );
         drop(off.entry("R").args([owned()]).enter().unwrap());
+        // Arguments replaced on the builder are dropped when replaced (inline, boxed or borrowed).
+        let borrowed = [ParamValue::from(owned())];
+        drop(
+            fg.entry("R")
+                .args([owned()])
+                .args([list(), list(), list()])
+                .args_slice(&borrowed)
+                .args([owned()])
+                .enter()
+                .unwrap(),
+        );
     };
     // The rules' caches keep the values they have seen: let them fill first.
     calls();

@@ -97,14 +97,25 @@ impl<'a> EntryBuilder<'a> {
         I: IntoIterator,
         I::Item: Into<ParamValue<'a>>,
     {
-        self.args = Args::collect(args);
+        self.set_args(Args::collect(args));
         self
     }
 
     /// The call's arguments, borrowed (never allocates, however many there are).
     pub fn args_slice(mut self, args: &'a [ParamValue<'a>]) -> Self {
-        self.args = Args::Borrowed(args);
+        self.set_args(Args::Borrowed(args));
         self
+    }
+
+    /// Replaces the arguments. Borrowed ones (the builder's initial empty slice) own nothing; saying so
+    /// here lets the compiler skip the call to `Args`' drop glue, which otherwise pinned the builder in
+    /// memory and copied it (144 bytes, through `memcpy`) on every call with arguments: ≈ 8 ns.
+    #[inline]
+    fn set_args(&mut self, args: Args<'a>) {
+        match std::mem::replace(&mut self.args, args) {
+            old @ Args::Borrowed(_) => std::mem::forget(old),
+            old => drop(old),
+        }
     }
 
     /// Lets a QPS-limited entry wait for capacity borrowed from the next window instead of being
@@ -154,6 +165,7 @@ impl<'a> EntryBuilder<'a> {
         on_thread: bool,
         finish: impl FnOnce(Option<Active<'a>>) -> T,
     ) -> Result<T, BlockError> {
+        let args = self.args;
         let engine = self.engine;
         if !engine.is_enabled() {
             return Ok(finish(None));
@@ -188,7 +200,7 @@ impl<'a> EntryBuilder<'a> {
             entry_type: self.entry_type,
             resource_type: self.resource_type,
             count: self.count,
-            args: self.args.as_slice(),
+            args: args.as_slice(),
             prioritized: self.prioritized,
             now_ms: now_nanos / NANOS_PER_MILLI,
             now_nanos,
@@ -223,7 +235,7 @@ impl<'a> EntryBuilder<'a> {
                     engine,
                     resource,
                     origin,
-                    args: self.args,
+                    args,
                     attachments,
                     created_nanos: now_nanos,
                     waited_nanos,
