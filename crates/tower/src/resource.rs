@@ -26,19 +26,33 @@ pub fn resource_name(head: &RequestHead<'_>) -> String {
 
 /// What the default name is made of: the method (absent for gRPC, whose path names the method) and a
 /// route template or path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct NameParts<'a> {
     pub(crate) method: Option<&'a Method>,
     pub(crate) route: &'a str,
+    /// axum's matched path, when the route is its template (the route names remember it).
+    #[cfg(feature = "axum")]
+    pub(crate) matched: Option<&'a axum::extract::MatchedPath>,
 }
 
 impl<'a> NameParts<'a> {
+    /// A method and a route that is not axum's template.
+    pub(crate) fn new(method: Option<&'a Method>, route: &'a str) -> Self {
+        NameParts {
+            method,
+            route,
+            #[cfg(feature = "axum")]
+            matched: None,
+        }
+    }
+
     pub(crate) fn of(head: &RequestHead<'a>) -> Self {
         #[cfg(feature = "axum")]
         if let Some(path) = head.extensions.get::<axum::extract::MatchedPath>() {
             return NameParts {
                 method: Some(head.method),
                 route: path.as_str(),
+                matched: Some(path),
             };
         }
         let grpc = head
@@ -47,15 +61,9 @@ impl<'a> NameParts<'a> {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("application/grpc"));
         if grpc {
-            return NameParts {
-                method: None,
-                route: head.uri.path(),
-            };
+            return NameParts::new(None, head.uri.path());
         }
-        NameParts {
-            method: Some(head.method),
-            route: "/*",
-        }
+        NameParts::new(Some(head.method), "/*")
     }
 }
 

@@ -211,6 +211,54 @@ async fn route_templates_keep_resources_bounded() {
     );
 }
 
+/// Many routes and methods through one layer (more than its table of recent routes holds, so some
+/// share a slot), then a second router with other templates of the same lengths, made after the first
+/// was dropped (so its templates may be allocated where the first router's were): every request is
+/// counted under its own route's name.
+#[tokio::test]
+async fn every_route_keeps_its_own_name_through_one_layer() {
+    let (_clock, fg) = engine();
+    let layer = FloodgateLayer::new(fg.clone());
+    fn routes(prefix: &'static str) -> impl Iterator<Item = String> {
+        (0..150).map(move |i| format!("/{prefix}/{{id}}/{i:03}"))
+    }
+    let router = |prefix: &'static str| {
+        routes(prefix)
+            .fold(Router::new(), |r, route| r.route(&route, get(ok).post(ok)))
+            .route_layer(layer.clone())
+    };
+    async fn call(app: &Router, method: &str, path: &str) {
+        let request = Request::builder()
+            .method(method)
+            .uri(path)
+            .body(Body::empty())
+            .unwrap();
+        let response = app.clone().oneshot(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK, "{method} {path}");
+    }
+    for prefix in ["a", "b"] {
+        let app = router(prefix);
+        for round in 0..3 {
+            for i in 0..150 {
+                call(&app, "GET", &format!("/{prefix}/{round}/{i:03}")).await;
+                if i % 2 == 0 {
+                    call(&app, "POST", &format!("/{prefix}/{round}/{i:03}")).await;
+                }
+            }
+        }
+        drop(app);
+    }
+    let passes = |name: &str| fg.cluster_node(name).map_or(0, |n| n.total_pass());
+    for prefix in ["a", "b"] {
+        for (i, route) in routes(prefix).enumerate() {
+            assert_eq!(passes(&format!("GET:{route}")), 3, "GET:{route}");
+            let posts = if i % 2 == 0 { 3 } else { 0 };
+            assert_eq!(passes(&format!("POST:{route}")), posts, "POST:{route}");
+        }
+    }
+    assert_eq!(fg.resource_names().len(), 2 * (150 + 75));
+}
+
 #[tokio::test]
 async fn a_custom_block_response_and_resource_name() {
     let (_clock, fg) = engine();
