@@ -22,6 +22,23 @@
 //!     .route("/orders/{id}", get(|| async { "an order" }))
 //!     .route_layer(FloodgateLayer::new(fg).origin_header("x-caller"));
 //! ```
+//!
+//! The layer can also go on one handler, with the same resource names (axum has matched the route when
+//! the handler runs). That is also the cheaper place: axum clones and boxes a route layer's service for
+//! every request, ≈ 100 ns in `benches/layer.rs`, against ≈ 65 ns for a handler layer.
+//!
+//! ```
+//! use axum::{Router, handler::Handler, routing::get};
+//! use floodgate_core::Floodgate;
+//! use floodgate_tower::FloodgateLayer;
+//!
+//! async fn order() -> &'static str {
+//!     "an order"
+//! }
+//!
+//! let fg = Floodgate::default();
+//! let app: Router = Router::new().route("/orders/{id}", get(order.layer(FloodgateLayer::new(fg))));
+//! ```
 
 mod future;
 mod layer;

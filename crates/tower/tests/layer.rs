@@ -259,6 +259,41 @@ async fn every_route_keeps_its_own_name_through_one_layer() {
     assert_eq!(fg.resource_names().len(), 2 * (150 + 75));
 }
 
+/// The layer on one handler (`Handler::layer`) instead of the routes: the same resource names (axum has
+/// matched the route by then), the same statuses.
+#[tokio::test]
+async fn a_layer_on_a_handler_names_its_route_and_blocks() {
+    use axum::handler::Handler;
+    let (_clock, fg) = engine();
+    let app: Router = Router::new()
+        .route(
+            "/users/{id}",
+            get(ok.layer(FloodgateLayer::new(fg.clone()))),
+        )
+        .route("/health", get(ok))
+        .with_state(());
+    for id in 0..5 {
+        assert_eq!(
+            status(&app, &format!("/users/{id}"), None).await,
+            (StatusCode::OK, None)
+        );
+    }
+    assert_eq!(status(&app, "/health", None).await.0, StatusCode::OK);
+    assert_eq!(fg.resource_names(), vec!["GET:/users/{id}".into()]);
+    fg.load_rules_json(
+        RuleType::Flow,
+        r#"[{"resource":"GET:/users/{id}","count":0}]"#,
+    )
+    .unwrap();
+    assert_eq!(
+        status(&app, "/users/9", None).await,
+        (StatusCode::TOO_MANY_REQUESTS, Some("1".to_owned()))
+    );
+    assert_eq!(status(&app, "/health", None).await.0, StatusCode::OK);
+    let node = fg.cluster_node("GET:/users/{id}").unwrap();
+    assert_eq!((node.total_pass(), node.cur_thread_num()), (5, 0));
+}
+
 #[tokio::test]
 async fn a_custom_block_response_and_resource_name() {
     let (_clock, fg) = engine();
