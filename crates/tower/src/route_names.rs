@@ -15,7 +15,7 @@
 //! no string compare and no `arc-swap` load. An entry holds its `MatchedPath`, so the address cannot be
 //! reused by another template while the entry lives, and equal addresses and lengths mean the same
 //! template. A slot is filled once, by the first route that lands on it; routes that collide with it
-//! use the map.
+//! use the map, and so do routes of nested routers, whose template axum builds anew per request.
 
 #[cfg(feature = "axum")]
 use std::sync::OnceLock;

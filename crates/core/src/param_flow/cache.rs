@@ -83,6 +83,7 @@ struct Shard {
 }
 
 impl Shard {
+    #[inline(always)]
     fn find(&self, hash: u64, scope: u32, value: &ParamValue<'_>) -> Option<usize> {
         if self.index.is_empty() {
             return None;
@@ -273,9 +274,25 @@ impl ValueCache {
         if let Some(n) = shard.find(hash, scope, value) {
             return f(&mut shard.entries[n].cell, false);
         }
-        let NewValue { threshold, pinned } = new();
+        let (cell, shared) = self.add(&mut shard, hash, scope, value, new(), settled);
+        f(cell, shared)
+    }
+
+    /// Adds `value` to `shard` (see [`with_cell`](Self::with_cell)): its new cell, or the shard's
+    /// overflow cell (`true`). Out of line, so that the lookup of a known value stays small.
+    #[inline(never)]
+    fn add<'s>(
+        &self,
+        shard: &'s mut Shard,
+        hash: u64,
+        scope: u32,
+        value: &ParamValue<'_>,
+        new: NewValue,
+        settled: impl Fn(&Cell) -> bool,
+    ) -> (&'s mut Cell, bool) {
+        let NewValue { threshold, pinned } = new;
         let Some(key) = StoredValue::from_value(value) else {
-            return f(&mut shard.overflow, true);
+            return (&mut shard.overflow, true);
         };
         let entry = Entry {
             hash,
@@ -286,15 +303,15 @@ impl ValueCache {
         };
         if pinned || self.reserve() {
             let n = shard.push(entry);
-            return f(&mut shard.entries[n].cell, false);
+            return (&mut shard.entries[n].cell, false);
         }
         if let Some(n) = shard.settled(&settled) {
             self.evictions.fetch_add(1, Ordering::Relaxed);
             shard.replace(n, entry);
-            return f(&mut shard.entries[n].cell, false);
+            return (&mut shard.entries[n].cell, false);
         }
         self.overflows.fetch_add(1, Ordering::Relaxed);
-        f(&mut shard.overflow, true)
+        (&mut shard.overflow, true)
     }
 
     /// Runs `f` on the cell of `value` if it is cached (never adds it).
