@@ -10,12 +10,14 @@
 //! make requests queue on its lock. The engine's resource cap still bounds the resources themselves; a
 //! key made past it (or while the engine was switched off) enters by name until the resource exists.
 //!
-//! With axum, a request first looks in a small table of recent routes, found by the address of axum's
-//! template (`MatchedPath` shares one allocation per route) and the method: no hash of the template,
-//! no string compare and no `arc-swap` load. An entry holds its `MatchedPath`, so the address cannot be
-//! reused by another template while the entry lives, and equal addresses and lengths mean the same
-//! template. A slot is filled once, by the first route that lands on it; routes that collide with it
-//! use the map, and so do routes of nested routers, whose template axum builds anew per request.
+//! With axum, a request with a standard method first looks in a small table of routes, found by the
+//! address of axum's template (`MatchedPath` shares one allocation per route, `Router::nest` included)
+//! and the method: no hash of the template, no string compare and no `arc-swap` load. An entry holds its
+//! `MatchedPath`, so the address cannot be reused by another template while the entry lives, and equal
+//! addresses and lengths mean the same template. A slot is filled once, and only by the request that
+//! added its name to the map, so each name takes at most one slot: templates axum builds anew per request
+//! (a router mounted with `nest_service`), routers rebuilt under one layer, and extension methods (chosen
+//! by clients) cannot fill the table. Routes that find their slot taken use the map.
 
 #[cfg(feature = "axum")]
 use std::sync::OnceLock;
@@ -52,12 +54,27 @@ struct Recent {
     key: ResourceKey,
 }
 
-/// The recent-table slot of `template` (by address) and `method`.
+/// The methods the recent table keeps (extension methods, chosen by clients, use the map).
 #[cfg(feature = "axum")]
-fn recent_slot(template: &str, method: &Method) -> usize {
-    // Templates are separate allocations (16-byte aligned); standard methods name static strings.
-    let address = (template.as_ptr() as usize >> 4) ^ (method.as_str().as_ptr() as usize >> 2);
-    address.wrapping_mul(0x9e37_79b9) >> 8 & (RECENT - 1)
+const STANDARD_METHODS: [Method; 9] = [
+    Method::GET,
+    Method::POST,
+    Method::PUT,
+    Method::DELETE,
+    Method::PATCH,
+    Method::HEAD,
+    Method::OPTIONS,
+    Method::CONNECT,
+    Method::TRACE,
+];
+
+/// The recent-table slot of `template` (by address) and `method`, if it is a standard method.
+#[cfg(feature = "axum")]
+fn recent_slot(template: &str, method: &Method) -> Option<usize> {
+    let m = STANDARD_METHODS.iter().position(|s| s == method)?;
+    // Templates are separate allocations: the low bits of their addresses carry little.
+    let x = (template.as_ptr() as u64 >> 4) ^ ((m as u64) << 56);
+    Some((x.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - RECENT.trailing_zeros())) as usize)
 }
 
 /// The keys made so far, shared by the services a layer makes.
@@ -95,36 +112,38 @@ impl RouteNames {
     ) -> T {
         #[cfg(feature = "axum")]
         if let (Some(path), Some(method)) = (parts.matched, parts.method) {
-            let slot = &self.recent[recent_slot(path.as_str(), method)];
-            match slot.get() {
-                Some(recent) => {
-                    if std::ptr::eq(recent.path.as_str(), path.as_str()) && recent.method == *method
-                    {
-                        return f(&recent.key);
+            if let Some(slot) = recent_slot(path.as_str(), method).map(|i| &self.recent[i]) {
+                match slot.get() {
+                    Some(recent) => {
+                        if std::ptr::eq(recent.path.as_str(), path.as_str())
+                            && recent.method == *method
+                        {
+                            return f(&recent.key);
+                        }
                     }
-                }
-                None => {
-                    let key = self.lookup(fg, parts, ResourceKey::clone);
-                    let result = f(&key);
-                    // Another request may have filled the slot meanwhile: its route keeps it.
-                    let _ = slot.set(Recent {
-                        path: path.clone(),
-                        method: method.clone(),
-                        key,
-                    });
-                    return result;
+                    None => {
+                        return self.lookup(fg, parts, f, |key| {
+                            // Another request may have filled the slot meanwhile: its route keeps it.
+                            let _ = slot.set(Recent {
+                                path: path.clone(),
+                                method: method.clone(),
+                                key: key.clone(),
+                            });
+                        });
+                    }
                 }
             }
         }
-        self.lookup(fg, parts, f)
+        self.lookup(fg, parts, f, |_| {})
     }
 
-    /// [`with`](Self::with) through the map.
+    /// [`with`](Self::with) through the map; `added` sees a key this request added to the map.
     fn lookup<T>(
         &self,
         fg: &Floodgate,
         parts: NameParts<'_>,
         f: impl FnOnce(&ResourceKey) -> T,
+        added: impl FnOnce(&ResourceKey),
     ) -> T {
         let names = self.names.load();
         let found = names.get(parts.route).and_then(|by_method| {
@@ -137,18 +156,19 @@ impl RouteNames {
         }
         drop(names);
         let key = fg.resource_key(&parts.to_string());
-        if !self.full.load(Ordering::Relaxed) {
-            self.remember(parts, &key);
+        if !self.full.load(Ordering::Relaxed) && self.remember(parts, &key) {
+            added(&key);
         }
         f(&key)
     }
 
+    /// Adds `key` to the map; whether this call added it.
     #[cold]
-    fn remember(&self, parts: NameParts<'_>, key: &ResourceKey) {
+    fn remember(&self, parts: NameParts<'_>, key: &ResourceKey) -> bool {
         let mut count = self.insert.lock().unwrap_or_else(|e| e.into_inner());
         if *count >= CAPACITY {
             self.full.store(true, Ordering::Relaxed);
-            return;
+            return false;
         }
         let mut next = Names::clone(&self.names.load());
         let by_method = next.entry(Box::from(parts.route)).or_default();
@@ -156,7 +176,7 @@ impl RouteNames {
             .iter()
             .any(|(method, _)| method.as_ref() == parts.method)
         {
-            return; // another request remembered it meanwhile
+            return false; // another request remembered it meanwhile
         }
         by_method.push((parts.method.cloned(), key.clone()));
         *count += 1;
@@ -164,12 +184,22 @@ impl RouteNames {
         if *count >= CAPACITY {
             self.full.store(true, Ordering::Relaxed);
         }
+        true
     }
 
     /// How many names are kept.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         *self.insert.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How many slots of the recent table are filled.
+    #[cfg(all(test, feature = "axum"))]
+    fn recent_len(&self) -> usize {
+        self.recent
+            .iter()
+            .filter(|slot| slot.get().is_some())
+            .count()
     }
 }
 
@@ -201,6 +231,67 @@ mod tests {
         );
         assert_eq!(name(&cache, None, "/pkg.Svc/Call"), "/pkg.Svc/Call");
         assert_eq!(name(&cache, None, "/pkg.Svc/Call"), "/pkg.Svc/Call");
+        assert_eq!(cache.len(), 3);
+    }
+
+    /// The `MatchedPath` axum gives a request for `uri` through `router`'s route `template`.
+    #[cfg(feature = "axum")]
+    async fn matched(template: &str, uri: &str) -> MatchedPath {
+        use std::sync::Mutex;
+
+        use axum::body::Body;
+        use axum::routing::get;
+        use tower::ServiceExt;
+
+        let seen = Arc::new(Mutex::new(None));
+        let keep = seen.clone();
+        let router: axum::Router = axum::Router::new().route(
+            template,
+            get(move |path: MatchedPath| async move {
+                *keep.lock().unwrap() = Some(path);
+            }),
+        );
+        let request = http::Request::get(uri).body(Body::empty()).unwrap();
+        router.oneshot(request).await.unwrap();
+        let path = seen.lock().unwrap().take();
+        path.expect("the handler ran")
+    }
+
+    /// Only a request that adds a name fills a slot, and only for a standard method: the same template
+    /// from another router (another allocation), or an extension method, leaves the table alone.
+    #[cfg(feature = "axum")]
+    #[tokio::test]
+    async fn only_new_names_with_standard_methods_fill_the_recent_table() {
+        let fg = Floodgate::default();
+        let cache = RouteNames::default();
+        let (a, b) = (matched("/x", "/x").await, matched("/x", "/x").await);
+        assert_eq!(a.as_str(), b.as_str());
+        assert!(
+            !std::ptr::eq(a.as_str(), b.as_str()),
+            "two routers, two templates"
+        );
+        let extension = Method::from_bytes(b"FOO").unwrap();
+        let name = |method: &Method, path: &MatchedPath| {
+            let parts = NameParts {
+                method: Some(method),
+                route: path.as_str(),
+                matched: Some(path),
+            };
+            cache.with(&fg, parts, |key| key.name().to_owned())
+        };
+        assert_eq!(name(&Method::GET, &a), "GET:/x");
+        assert_eq!(cache.recent_len(), 1);
+        assert_eq!(name(&Method::GET, &a), "GET:/x", "from the table");
+        assert_eq!(name(&Method::GET, &b), "GET:/x", "known name: the map");
+        assert_eq!(cache.recent_len(), 1);
+        for _ in 0..3 {
+            assert_eq!(name(&extension, &a), "FOO:/x");
+        }
+        assert_eq!(cache.recent_len(), 1, "extension methods use the map");
+        assert_eq!(name(&Method::POST, &b), "POST:/x");
+        assert_eq!(name(&Method::POST, &b), "POST:/x");
+        assert_eq!(cache.recent_len(), 2);
+        assert_eq!(name(&Method::GET, &a), "GET:/x");
         assert_eq!(cache.len(), 3);
     }
 

@@ -213,8 +213,8 @@ async fn route_templates_keep_resources_bounded() {
 
 /// Many routes and methods through one layer (more than its table of recent routes holds, so some
 /// share a slot), then a second router with other templates of the same lengths, made after the first
-/// was dropped (so its templates may be allocated where the first router's were): every request is
-/// counted under its own route's name.
+/// was dropped (so its templates may be allocated where those of the first were, unless the layer
+/// still holds them): every request is counted under its own route's name.
 #[tokio::test]
 async fn every_route_keeps_its_own_name_through_one_layer() {
     let (_clock, fg) = engine();
@@ -257,6 +257,62 @@ async fn every_route_keeps_its_own_name_through_one_layer() {
         }
     }
     assert_eq!(fg.resource_names().len(), 2 * (150 + 75));
+}
+
+/// Methods a route does not serve, extension methods among them, and the routes of a router mounted
+/// with `nest_service` (whose templates axum builds per request), all through one layer: each is
+/// counted under its own name, and the plain routes keep theirs.
+#[tokio::test]
+async fn unserved_methods_and_nested_services_keep_their_names() {
+    let (_clock, fg) = engine();
+    let layer = FloodgateLayer::new(fg.clone());
+    let nested = Router::new()
+        .route("/a", get(ok))
+        .route_layer(layer.clone());
+    let app: Router = Router::new()
+        .route("/orders/{id}", get(ok))
+        .nest_service("/svc", nested)
+        .route_layer(layer)
+        .with_state(());
+    async fn call(app: &Router, method: &str, path: &str) -> StatusCode {
+        let request = Request::builder()
+            .method(method)
+            .uri(path)
+            .body(Body::empty())
+            .unwrap();
+        app.clone().oneshot(request).await.unwrap().status()
+    }
+    for round in 0..100 {
+        assert_eq!(
+            call(&app, "GET", &format!("/orders/{round}")).await,
+            StatusCode::OK
+        );
+        assert_eq!(call(&app, "GET", "/svc/a").await, StatusCode::OK);
+        for method in ["FOO", "BAR", "DELETE"] {
+            let status = call(&app, method, &format!("/orders/{round}")).await;
+            assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED, "{method}");
+        }
+    }
+    let passes = |name: &str| fg.cluster_node(name).map_or(0, |n| n.total_pass());
+    assert_eq!(passes("GET:/orders/{id}"), 100);
+    for method in ["FOO", "BAR", "DELETE"] {
+        assert_eq!(passes(&format!("{method}:/orders/{{id}}")), 100, "{method}");
+    }
+    let nested: Vec<_> = fg
+        .resource_names()
+        .into_iter()
+        .filter(|name| name.starts_with("GET:/svc"))
+        .collect();
+    assert_eq!(
+        nested,
+        vec!["GET:/svc/a".into()],
+        "{:?}",
+        fg.resource_names()
+    );
+    assert_eq!(passes("GET:/svc/a"), 100);
+    // The outer router's layer sees the mounted service without a route template.
+    assert_eq!(passes("GET:/*"), 100);
+    assert_eq!(fg.resource_names().len(), 6, "{:?}", fg.resource_names());
 }
 
 /// The layer on one handler (`Handler::layer`) instead of the routes: the same resource names (axum has
