@@ -16,6 +16,7 @@
 use std::time::Duration;
 
 use axum::Router;
+use axum::http::HeaderName;
 use axum::routing::get;
 use floodgate::tower::FloodgateLayer;
 use floodgate::transport::Agent;
@@ -49,7 +50,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let app = Router::new()
         .route("/orders/{id}", get(order))
         .route("/health", get(health))
-        .route_layer(FloodgateLayer::new(fg.clone()).origin_header("x-caller"));
+        .route_layer(
+            FloodgateLayer::new(fg.clone()).origin_header(HeaderName::from_static("x-caller")),
+        );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     println!("service on http://{addr}");

@@ -101,6 +101,11 @@ pub(crate) struct Config {
     pub(crate) param_capacity: Option<usize>,
 }
 
+/// The resource shared by entries on new names past the resource cap while system rules are in force
+/// (system protection applies to every inbound entry, and needs a resource to count it on, not one per
+/// name). Its statistics are those of all such entries together.
+pub const OVER_CAP_RESOURCE: &str = "__over_resource_cap__";
+
 /// An engine setting was invalid.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ConfigError {
@@ -119,7 +124,8 @@ pub struct EngineStats {
     pub resources: usize,
     /// Named contexts (the default one included).
     pub contexts: usize,
-    /// Entries on a new resource past the resource cap that had no rules (passed without statistics).
+    /// Entries on a new resource past the resource cap that had no rules (passed without statistics, or
+    /// counted on [`OVER_CAP_RESOURCE`] while system rules are in force).
     pub resource_cap_hits: u64,
     /// Entries in a new context past the context cap (run in the default context instead).
     pub context_cap_hits: u64,
@@ -186,9 +192,10 @@ impl Inner {
         self.enabled.load(Ordering::Relaxed)
     }
 
-    /// The resource named `name`, created on first sight. `None` past the resource cap when no slot has a
-    /// rule for it: the entry then passes without statistics (a resource with rules is always created, so
-    /// the cap never turns into fail-open).
+    /// The resource named `name`, created on first sight. Past the resource cap, a name no rule names
+    /// gets [`OVER_CAP_RESOURCE`] while system rules are in force, else `None`: the entry then passes
+    /// without statistics (a resource with rules is always created, so the cap never turns into
+    /// fail-open).
     #[inline]
     pub(crate) fn resource(&self, name: &str) -> Option<&Resource> {
         if let Some(id) = last_lookup::recall(self.id, name) {
@@ -212,11 +219,25 @@ impl Inner {
         if let Some(id) = self.resource_index.get(name) {
             return self.resources.get(id);
         }
-        let count = self.resources.iter().count();
-        if count >= self.config.max_resources && !self.has_rules(name) {
+        if self.resources.iter().count() >= self.config.max_resources && !self.names_in_rules(name)
+        {
             self.resource_cap_hits.fetch_add(1, Ordering::Relaxed);
-            return None;
+            if !self.system.in_force() {
+                return None;
+            }
+            // System rules apply to every inbound entry: past the cap they still do, through one shared
+            // resource, so that names a client makes up cannot grow the engine without bound.
+            if let Some(id) = self.resource_index.get(OVER_CAP_RESOURCE) {
+                return self.resources.get(id);
+            }
+            return self.push_resource_locked(OVER_CAP_RESOURCE);
         }
+        self.push_resource_locked(name)
+    }
+
+    /// Creates the resource `name` (the caller holds the engine lock and checked the cap).
+    fn push_resource_locked(&self, name: &str) -> Option<&Resource> {
+        let count = self.resources.iter().count();
         let name: Arc<str> = Arc::from(name);
         let id = u32::try_from(count).ok()?;
         let default_node = self
@@ -240,11 +261,9 @@ impl Inner {
         self.resources.get(id)
     }
 
-    /// Whether any rule names `resource` (such a resource is checked even past the resource cap).
-    /// System rules apply to every inbound entry, so while any is in force every resource counts.
-    fn has_rules(&self, resource: &str) -> bool {
-        self.system.in_force()
-            || self.flow.snapshot().has_rules(resource)
+    /// Whether any rule names `resource` (such a resource is created even past the resource cap).
+    fn names_in_rules(&self, resource: &str) -> bool {
+        self.flow.snapshot().has_rules(resource)
             || self.degrade.snapshot().has_rules(resource)
             || self.authority.snapshot().has_rules(resource)
             || self.param_flow.snapshot().has_rules(resource)

@@ -91,3 +91,39 @@ fn system_rules_keep_every_resource_checked_past_the_cap() {
         "system protection applies past the resource cap"
     );
 }
+
+#[test]
+fn names_past_the_cap_share_one_resource_under_system_rules() {
+    use floodgate_core::{EntryType, OVER_CAP_RESOURCE, RuleType};
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(T0))
+        .max_resources(2)
+        .build();
+    fg.load_rules_json(RuleType::System, r#"[{"qps":300}]"#)
+        .unwrap();
+    let mut passed = 0;
+    for i in 0..500 {
+        // Names a client makes up (a raw path, an extension method): one each.
+        if fg
+            .entry(&format!("GET:/junk/{i}"))
+            .entry_type(EntryType::In)
+            .enter()
+            .is_ok()
+        {
+            passed += 1;
+        }
+    }
+    assert_eq!(
+        passed, 300,
+        "system protection applies to every one of them"
+    );
+    let stats = fg.stats();
+    assert_eq!(stats.resources, 3, "two names and the shared one, not 500");
+    assert_eq!(stats.resource_cap_hits, 498);
+    let shared = fg.cluster_node(OVER_CAP_RESOURCE).unwrap();
+    assert_eq!(
+        (shared.pass_qps(), shared.block_qps()),
+        (298.0, 200.0),
+        "their traffic is counted together"
+    );
+}

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use floodgate_core::{EntryType, Floodgate};
+use floodgate_core::{BlockError, EntryType, Floodgate};
 use http::Extensions;
 use reqwest::{Request, Response};
 use reqwest_middleware::{Middleware, Next, Result};
@@ -77,7 +77,15 @@ impl Middleware for FloodgateMiddleware {
         match &result {
             Ok(response) if response.status().is_server_error() => entry.trace(&ServerError),
             Ok(_) => {}
-            Err(e) => entry.trace(e),
+            // The error itself, not the wrapper, so that the engine's error filters see its type.
+            Err(reqwest_middleware::Error::Reqwest(e)) => entry.trace(e),
+            Err(reqwest_middleware::Error::Middleware(e)) => {
+                // An inner middleware's block (a nested guard) is not this call failing.
+                if e.downcast_ref::<BlockError>().is_none() {
+                    let error: &(dyn std::error::Error + Send + Sync + 'static) = e.as_ref();
+                    entry.trace_dyn(error);
+                }
+            }
         }
         drop(entry);
         result

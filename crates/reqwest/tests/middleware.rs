@@ -137,3 +137,52 @@ async fn server_and_transport_errors_are_traced() {
     let node = fg.cluster_node(&name).unwrap();
     assert_eq!((node.exception_qps(), node.cur_thread_num()), (1.0, 0));
 }
+
+#[tokio::test]
+async fn errors_are_traced_by_their_own_type_and_inner_blocks_are_not_failures() {
+    let hits = Arc::new(AtomicU32::new(0));
+    let addr = server(hits.clone()).await;
+    // Transport errors are ignored by type: the filter must see the `reqwest::Error`, not the
+    // middleware's wrapper.
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(1_700_000_000_000))
+        .ignore_if(|e| e.is::<reqwest::Error>())
+        .build();
+    fg.load_rules_json(RuleType::Flow, r#"[{"resource":"inner","count":0}]"#)
+        .unwrap();
+    let nested = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+        .with(FloodgateMiddleware::new(fg.clone()).resource_fn(|_| "outer".into()))
+        .with(FloodgateMiddleware::new(fg.clone()).resource_fn(|_| "inner".into()))
+        .build();
+    let err = nested
+        .get(format!("http://{addr}/users/1"))
+        .send()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, reqwest_middleware::Error::Middleware(_)));
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "blocked by the inner guard");
+    let outer = fg.cluster_node("outer").unwrap();
+    assert_eq!(
+        (
+            outer.pass_qps(),
+            outer.exception_qps(),
+            outer.cur_thread_num()
+        ),
+        (1.0, 0.0, 0),
+        "a block further in is not the outer call failing"
+    );
+
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    assert!(
+        client(&fg)
+            .get(format!("http://{dead}/"))
+            .send()
+            .await
+            .is_err()
+    );
+    let name = format!("GET:127.0.0.1:{}/", dead.port());
+    assert_eq!(fg.cluster_node(&name).unwrap().exception_qps(), 0.0);
+}

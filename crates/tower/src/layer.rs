@@ -75,9 +75,11 @@ impl<R> FloodgateLayer<R> {
         self.edit(|s| s.naming = Naming::Custom(Arc::new(f)))
     }
 
-    /// Takes the caller's origin from header `name` (absent or invalid: no origin).
-    pub fn origin_header(self, name: &'static str) -> Self {
-        self.edit(|s| s.origin_header = Some(HeaderName::from_static(name)))
+    /// Takes the caller's origin from header `name` (absent or invalid: no origin). A `HeaderName`,
+    /// so that a name cannot be invalid here: `HeaderName::from_static("x-caller")` (lowercase), or
+    /// `HeaderName::from_bytes(b"X-Caller")?` for a name from configuration.
+    pub fn origin_header(self, name: HeaderName) -> Self {
+        self.edit(|s| s.origin_header = Some(name))
     }
 
     /// Answers blocked requests with `on_block` (a [`BlockResponse`](crate::BlockResponse), e.g. a

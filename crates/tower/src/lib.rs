@@ -13,14 +13,14 @@
 //! before the request reaches the service, never slept on a worker thread.
 //!
 //! ```
-//! use axum::{Router, routing::get};
+//! use axum::{Router, http::HeaderName, routing::get};
 //! use floodgate_core::Floodgate;
 //! use floodgate_tower::FloodgateLayer;
 //!
 //! let fg = Floodgate::default();
 //! let app: Router = Router::new()
 //!     .route("/orders/{id}", get(|| async { "an order" }))
-//!     .route_layer(FloodgateLayer::new(fg).origin_header("x-caller"));
+//!     .route_layer(FloodgateLayer::new(fg).origin_header(HeaderName::from_static("x-caller")));
 //! ```
 //!
 //! The layer can also go on one handler, `get(handler.layer(layer))`, with the same resource names

@@ -1,6 +1,7 @@
 //! Naming a request's resource: a route template, never the raw path with ids and query strings.
 
 use std::fmt;
+use std::sync::LazyLock;
 
 use http::{Extensions, HeaderMap, Method, Uri};
 
@@ -19,7 +20,9 @@ pub struct RequestHead<'a> {
 
 /// The default resource name: `METHOD:template` from axum's `MatchedPath` (feature `axum`); the method
 /// path for gRPC requests (`content-type: application/grpc…`); `METHOD:/*` otherwise — so the number of
-/// resources stays bounded by the number of routes.
+/// resources stays bounded by the number of routes. Methods other than the nine of RFC 9110 are named
+/// `_OTHER` (as OpenTelemetry's HTTP conventions do): clients choose them, so each must not make a
+/// resource of its own.
 pub fn resource_name(head: &RequestHead<'_>) -> String {
     NameParts::of(head).to_string()
 }
@@ -47,10 +50,11 @@ impl<'a> NameParts<'a> {
     }
 
     pub(crate) fn of(head: &RequestHead<'a>) -> Self {
+        let method = known_method(head.method);
         #[cfg(feature = "axum")]
         if let Some(path) = head.extensions.get::<axum::extract::MatchedPath>() {
             return NameParts {
-                method: Some(head.method),
+                method: Some(method),
                 route: path.as_str(),
                 matched: Some(path),
             };
@@ -63,7 +67,33 @@ impl<'a> NameParts<'a> {
         if grpc {
             return NameParts::new(None, head.uri.path());
         }
-        NameParts::new(Some(head.method), "/*")
+        NameParts::new(Some(method), "/*")
+    }
+}
+
+/// The methods of RFC 9110 (and PATCH) name themselves; any other is [`OTHER`].
+pub(crate) const STANDARD_METHODS: [Method; 9] = [
+    Method::GET,
+    Method::POST,
+    Method::PUT,
+    Method::DELETE,
+    Method::PATCH,
+    Method::HEAD,
+    Method::OPTIONS,
+    Method::CONNECT,
+    Method::TRACE,
+];
+
+/// The name shared by extension methods.
+static OTHER: LazyLock<Method> =
+    LazyLock::new(|| Method::from_bytes(b"_OTHER").unwrap_or(Method::OPTIONS));
+
+/// `method`, if it is one of the [`STANDARD_METHODS`]; else [`OTHER`].
+fn known_method(method: &Method) -> &Method {
+    if STANDARD_METHODS.contains(method) {
+        method
+    } else {
+        &OTHER
     }
 }
 

@@ -6,8 +6,10 @@
 //! a request whose route was seen before finds its resource with one hash of the template and no lock,
 //! no allocation and no shared write. The map holds at most [`CAPACITY`] keys; past that a name is
 //! formatted and looked up per request (and the cache, once full, is not locked again), so a flood of
-//! distinct gRPC paths or extension methods — both chosen by clients — cannot grow it without bound nor
-//! make requests queue on its lock. The engine's resource cap still bounds the resources themselves; a
+//! distinct names cannot grow it without bound nor make requests queue on its lock. Clients choose gRPC
+//! paths (extension methods are all named `_OTHER`): past the capacity, a gRPC path not in the map is
+//! named [`GRPC_OVERFLOW`], so they cannot fill the engine with resources either. The engine's resource
+//! cap still bounds the resources themselves; a
 //! key made past it (or while the engine was switched off) enters by name until the resource exists.
 //!
 //! With axum, a request with a standard method first looks in a small table of routes, found by the
@@ -16,8 +18,7 @@
 //! `MatchedPath`, so the address cannot be reused by another template while the entry lives, and equal
 //! addresses and lengths mean the same template. A slot is filled once, and only by the request that
 //! added its name to the map, so each name takes at most one slot: templates axum builds anew per request
-//! (a router mounted with `nest_service`), routers rebuilt under one layer, and extension methods (chosen
-//! by clients) cannot fill the table. Routes that find their slot taken use the map.
+//! (a router mounted with `nest_service`) and routers rebuilt under one layer cannot fill the table. Routes that find their slot taken use the map.
 
 #[cfg(feature = "axum")]
 use std::sync::OnceLock;
@@ -33,9 +34,14 @@ use http::Method;
 use rustc_hash::FxHashMap;
 
 use crate::resource::NameParts;
+#[cfg(feature = "axum")]
+use crate::resource::STANDARD_METHODS;
 
 /// How many keys the cache keeps.
 pub(crate) const CAPACITY: usize = 1024;
+
+/// The name of gRPC paths the map has no room for.
+pub(crate) const GRPC_OVERFLOW: &str = "grpc:/*";
 
 /// Route → the keys of the names built for it, one per method.
 type Names = FxHashMap<Box<str>, Vec<(Option<Method>, ResourceKey)>>;
@@ -53,20 +59,6 @@ struct Recent {
     method: Method,
     key: ResourceKey,
 }
-
-/// The methods the recent table keeps (extension methods, chosen by clients, use the map).
-#[cfg(feature = "axum")]
-const STANDARD_METHODS: [Method; 9] = [
-    Method::GET,
-    Method::POST,
-    Method::PUT,
-    Method::DELETE,
-    Method::PATCH,
-    Method::HEAD,
-    Method::OPTIONS,
-    Method::CONNECT,
-    Method::TRACE,
-];
 
 /// The recent-table slot of `template` (by address) and `method`, if it is a standard method.
 #[cfg(feature = "axum")]
@@ -155,6 +147,11 @@ impl RouteNames {
             return f(key);
         }
         drop(names);
+        if self.full.load(Ordering::Relaxed) && parts.method.is_none() {
+            // A gRPC path the map has no room for: clients choose paths, so past the capacity they
+            // share one name instead of each making a resource.
+            return f(&fg.resource_key(GRPC_OVERFLOW));
+        }
         let key = fg.resource_key(&parts.to_string());
         if !self.full.load(Ordering::Relaxed) && self.remember(parts, &key) {
             added(&key);
@@ -300,7 +297,19 @@ mod tests {
         let cache = RouteNames::default();
         for i in 0..CAPACITY + 100 {
             let route = format!("/r/{i}");
-            assert_eq!(name(&cache, None, &route), route);
+            let expected = if i < CAPACITY {
+                route.as_str()
+            } else {
+                GRPC_OVERFLOW
+            };
+            assert_eq!(name(&cache, None, &route), expected, "gRPC path {i}");
+        }
+        for i in 0..CAPACITY + 100 {
+            let route = format!("/t/{i}");
+            assert_eq!(
+                name(&cache, Some(&Method::GET), &route),
+                format!("GET:{route}")
+            );
         }
         assert_eq!(cache.len(), CAPACITY);
         assert!(
@@ -309,9 +318,14 @@ mod tests {
         );
         assert_eq!(name(&cache, None, "/r/5"), "/r/5", "cached");
         assert_eq!(
+            name(&cache, Some(&Method::GET), "/late"),
+            "GET:/late",
+            "a route template is formatted past the cap (the router bounds them)"
+        );
+        assert_eq!(
             name(&cache, None, "/late"),
-            "/late",
-            "formatted past the cap"
+            GRPC_OVERFLOW,
+            "a gRPC path past the cap shares one name (clients choose them)"
         );
     }
 }

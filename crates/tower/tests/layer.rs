@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use axum::http::{Request, StatusCode, header};
+use axum::http::{HeaderName, Request, StatusCode, header};
 use axum::routing::get;
 use floodgate_core::{
     BlockError, BlockKind, Clock, DegradeRule, Floodgate, ManualClock, ManualProbe, RuleType,
@@ -48,7 +48,10 @@ fn app(fg: &Floodgate) -> Router {
                 "never"
             }),
         )
-        .route_layer(FloodgateLayer::new(fg.clone()).origin_header("x-caller"))
+        .route_layer(
+            FloodgateLayer::new(fg.clone())
+                .origin_header(HeaderName::from_bytes(b"X-Caller").unwrap()),
+        )
 }
 
 async fn status(app: &Router, path: &str, caller: Option<&str>) -> (StatusCode, Option<String>) {
@@ -261,7 +264,8 @@ async fn every_route_keeps_its_own_name_through_one_layer() {
 
 /// Methods a route does not serve, extension methods among them, and the routes of a router mounted
 /// with `nest_service` (whose templates axum builds per request), all through one layer: each is
-/// counted under its own name, and the plain routes keep theirs.
+/// counted under its own name, and the plain routes keep theirs. Extension methods, which clients
+/// choose, share the name `_OTHER`.
 #[tokio::test]
 async fn unserved_methods_and_nested_services_keep_their_names() {
     let (_clock, fg) = engine();
@@ -295,9 +299,8 @@ async fn unserved_methods_and_nested_services_keep_their_names() {
     }
     let passes = |name: &str| fg.cluster_node(name).map_or(0, |n| n.total_pass());
     assert_eq!(passes("GET:/orders/{id}"), 100);
-    for method in ["FOO", "BAR", "DELETE"] {
-        assert_eq!(passes(&format!("{method}:/orders/{{id}}")), 100, "{method}");
-    }
+    assert_eq!(passes("DELETE:/orders/{id}"), 100);
+    assert_eq!(passes("_OTHER:/orders/{id}"), 200, "FOO and BAR");
     let nested: Vec<_> = fg
         .resource_names()
         .into_iter()
@@ -312,7 +315,7 @@ async fn unserved_methods_and_nested_services_keep_their_names() {
     assert_eq!(passes("GET:/svc/a"), 100);
     // The outer router's layer sees the mounted service without a route template.
     assert_eq!(passes("GET:/*"), 100);
-    assert_eq!(fg.resource_names().len(), 6, "{:?}", fg.resource_names());
+    assert_eq!(fg.resource_names().len(), 5, "{:?}", fg.resource_names());
 }
 
 /// The layer on one handler (`Handler::layer`) instead of the routes: the same resource names (axum has
@@ -429,6 +432,55 @@ async fn grpc_paths_and_the_method_fallback_name_resources_outside_axum_routes()
     assert_eq!(names, ["/pkg.Orders/Get", "GET:/*"]);
     assert_eq!(fg.cluster_node("/pkg.Orders/Get").unwrap().pass_qps(), 2.0);
     assert_eq!(fg.cluster_node("GET:/*").unwrap().pass_qps(), 4.0);
+}
+
+/// gRPC paths and extension methods are chosen by clients: a flood of distinct ones through a layer
+/// outside any router makes a bounded number of resources (at most the layer's 1024 names, then
+/// `grpc:/*` and `_OTHER:/*`), and known paths keep their names.
+#[tokio::test]
+async fn names_clients_choose_stay_bounded() {
+    let (_clock, fg) = engine();
+    let service = tower::ServiceBuilder::new()
+        .layer(FloodgateLayer::new(fg.clone()))
+        .service(tower::service_fn(|_: Request<Body>| async {
+            Ok::<_, std::convert::Infallible>(axum::response::Response::new(Body::empty()))
+        }));
+    let grpc = |path: String| {
+        Request::post(path)
+            .header(header::CONTENT_TYPE, "application/grpc")
+            .body(Body::empty())
+            .unwrap()
+    };
+    service
+        .clone()
+        .oneshot(grpc("/pkg.Orders/Get".into()))
+        .await
+        .unwrap();
+    for i in 0..3000 {
+        service
+            .clone()
+            .oneshot(grpc(format!("/pkg.Junk/M{i}")))
+            .await
+            .unwrap();
+        let method = format!("X{i}");
+        let request = Request::builder()
+            .method(method.as_str())
+            .uri("/")
+            .body(Body::empty())
+            .unwrap();
+        service.clone().oneshot(request).await.unwrap();
+    }
+    service
+        .clone()
+        .oneshot(grpc("/pkg.Orders/Get".into()))
+        .await
+        .unwrap();
+    let names = fg.resource_names();
+    assert!(names.len() <= 1024 + 2, "{} resources", names.len());
+    let passes = |name: &str| fg.cluster_node(name).map_or(0, |n| n.total_pass());
+    assert_eq!(passes("/pkg.Orders/Get"), 2);
+    assert_eq!(passes("_OTHER:/*"), 3000);
+    assert_eq!(passes("grpc:/*"), 3000 - (1024 - 2));
 }
 
 #[test]
