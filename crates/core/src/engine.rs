@@ -584,7 +584,7 @@ impl Floodgate {
                     .enumerate()
                     .map(|(i, m)| ParamFlowRule::from_fields(RuleFields::new(i, m)))
                     .collect::<Result<Vec<_>, _>>()?;
-                self.inner.param_flow.load(rules, self.inner.clock.now_ms())
+                self.inner.param_flow.load(rules)
             }
         }
     }
@@ -783,10 +783,7 @@ impl Floodgate {
         &self,
         rules: impl IntoIterator<Item = ParamFlowRule>,
     ) -> Result<(), RuleError> {
-        let result = self
-            .inner
-            .param_flow
-            .load(rules.into_iter().collect(), self.inner.clock.now_ms());
+        let result = self.inner.param_flow.load(rules.into_iter().collect());
         self.report_load(RuleType::ParamFlow, result)
     }
 

@@ -216,11 +216,17 @@ impl<'a> EntryBuilder<'a> {
             wait: Duration::ZERO,
             occupied: false,
             attachments: Vec::new(),
+            param_generation: 0,
         };
         engine.chain.entry(&mut cx)?;
         let attachments = (!cx.attachments.is_empty()).then(|| Box::new(cx.attachments));
-        let (node_id, node_counted, origin_node_id, waited) =
-            (cx.node_id, cx.node_counted, cx.origin_node_id, cx.wait);
+        let (node_id, node_counted, origin_node_id, waited, param_generation) = (
+            cx.node_id,
+            cx.node_counted,
+            cx.origin_node_id,
+            cx.wait,
+            cx.param_generation,
+        );
         let (frame_id, previous) = if on_thread {
             context::push(engine.id, context.id, node_id)
         } else {
@@ -248,6 +254,7 @@ impl<'a> EntryBuilder<'a> {
                     count: self.count,
                     entry_type: self.entry_type,
                     node_counted,
+                    param_generation,
                     error: AtomicBool::new(false),
                 })
             };
@@ -385,6 +392,8 @@ struct Active<'a> {
     count: u32,
     entry_type: EntryType,
     node_counted: bool,
+    /// The generation of the hot-parameter rules that counted the call in flight (0: none did).
+    param_generation: u64,
     error: AtomicBool,
 }
 
@@ -502,6 +511,7 @@ impl Active<'_> {
             count: self.count,
             entry_type: self.entry_type,
             node_counted: self.node_counted,
+            param_generation: self.param_generation,
             error: self.error.load(Ordering::Relaxed),
         }
         .record();
@@ -526,6 +536,7 @@ struct Finished<'a> {
     count: u32,
     entry_type: EntryType,
     node_counted: bool,
+    param_generation: u64,
     error: bool,
 }
 
@@ -554,6 +565,7 @@ impl Finished<'_> {
             stripe,
             at: self.resource.cluster.stats.cursor(now_ms, stripe),
             attachments: self.attachments,
+            param_generation: self.param_generation,
         };
         self.engine.chain.exit(&mut cx);
         stripe
@@ -587,6 +599,7 @@ struct Detached {
     count: u32,
     entry_type: EntryType,
     node_counted: bool,
+    param_generation: u64,
     error: AtomicBool,
 }
 
@@ -618,6 +631,7 @@ impl OwnedEntry {
             count: a.count,
             entry_type: a.entry_type,
             node_counted: a.node_counted,
+            param_generation: a.param_generation,
             error: a.error,
         });
         OwnedEntry { engine, detached }
@@ -686,6 +700,7 @@ impl Drop for OwnedEntry {
             count: d.count,
             entry_type: d.entry_type,
             node_counted: d.node_counted,
+            param_generation: d.param_generation,
             error: d.error.load(Ordering::Relaxed),
         }
         .record();

@@ -290,6 +290,33 @@ fn a_blocked_list_consumes_nothing() {
     );
 }
 
+/// A value repeated in a list is checked for all its charges before any is made, so a refused list
+/// leaves no trace: no window opened by a charge then refunded, no pacing slot taken.
+#[test]
+fn a_refused_list_with_a_repeated_value_leaves_no_trace() {
+    let (clock, fg) = engine();
+    load(&fg, r#"[{"resource":"R","paramIdx":0,"count":1}]"#);
+    let twice = [ParamValue::list(["a", "a"])];
+    assert!(fg.entry("R").args_slice(&twice).enter().is_err());
+    advance(&clock, 900);
+    assert_eq!(burst(&fg, &one("a"), 1), 1);
+    advance(&clock, 101);
+    assert_eq!(
+        burst(&fg, &one("a"), 1),
+        0,
+        "still the window the admission at +900 opened"
+    );
+
+    let (_clock, fg) = engine();
+    load(
+        &fg,
+        r#"[{"resource":"R","paramIdx":0,"count":10,"controlBehavior":2,"maxQueueingTimeMs":0}]"#,
+    );
+    assert!(fg.entry("R").args_slice(&twice).enter().is_err());
+    let batch = |value: &'static str| fg.entry("R").args([value]).count(10).enter().is_ok();
+    assert_eq!(batch("a"), batch("fresh"), "`a` is as good as new");
+}
+
 #[test]
 fn all_rules_of_a_resource_admit_together() {
     let (_clock, fg) = engine();
@@ -542,6 +569,78 @@ fn entries_admitted_before_a_thread_rule_do_not_release_its_counts() {
         "`new` is still in flight"
     );
     drop(new);
+    assert!(fg.entry("R").args(["v"]).enter().is_ok());
+}
+
+/// A reload in the same millisecond as an admission: the earlier entry's exit must not release a count
+/// it never took in the new rule's state (it did, when exits were matched to rules by time).
+#[test]
+fn a_reload_in_the_same_millisecond_releases_only_what_was_counted() {
+    let (_clock, fg) = engine();
+    let rule = ParamFlowRule::new("R", 0, 1.0).grade(FlowGrade::Thread);
+    fg.load_param_flow_rules([rule.clone()]).unwrap();
+    let a = fg.entry("R").args(["v"]).enter().unwrap();
+    // A changed rule (a new id): a new state, with counts of its own.
+    fg.load_param_flow_rules([rule.id(7)]).unwrap();
+    let b = fg.entry("R").args(["v"]).enter().unwrap();
+    drop(a);
+    assert_eq!(
+        fg.entry("R").args(["v"]).enter().unwrap_err().kind(),
+        BlockKind::ParamFlow,
+        "`b` is still in flight"
+    );
+    drop(b);
+    assert!(fg.entry("R").args(["v"]).enter().is_ok());
+}
+
+/// A slot ahead of the parameter slot that moves the clock on and reloads the rules, as a concurrent
+/// reload would between the entry's clock read and the parameter slot.
+#[derive(Debug)]
+struct ReloadFirst {
+    clock: ManualClock,
+    engine: std::sync::OnceLock<Floodgate>,
+    reloads: AtomicUsize,
+}
+
+impl floodgate_core::Slot for ReloadFirst {
+    fn entry(&self, _cx: &mut floodgate_core::SlotContext<'_>) -> Result<(), BlockError> {
+        // Once: the first entry is counted by a rule state created after its clock read.
+        if self.reloads.fetch_add(1, Ordering::Relaxed) == 0 {
+            advance(&self.clock, 1);
+            let rule = ParamFlowRule::new("R", 0, 1.0)
+                .grade(FlowGrade::Thread)
+                .id(2);
+            if let Some(fg) = self.engine.get() {
+                fg.load_param_flow_rules([rule]).unwrap();
+            }
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_reload_between_the_clock_read_and_the_check_leaks_no_count() {
+    let clock = ManualClock::new(T0);
+    let reload = std::sync::Arc::new(ReloadFirst {
+        clock: clock.clone(),
+        engine: std::sync::OnceLock::new(),
+        reloads: AtomicUsize::new(0),
+    });
+    let fg = Floodgate::builder()
+        .clock(clock.clone())
+        .slot("reload_first", -3500, reload.clone())
+        .build();
+    reload.engine.set(fg.clone()).unwrap();
+    fg.load_param_flow_rules([ParamFlowRule::new("R", 0, 1.0).grade(FlowGrade::Thread)])
+        .unwrap();
+    for round in 0..3 {
+        let entry = fg.entry("R").args(["v"]).enter();
+        assert!(entry.is_ok(), "round {round}: no count left behind");
+        drop(entry);
+    }
+    let held = fg.entry("R").args(["v"]).enter().unwrap();
+    assert!(fg.entry("R").args(["v"]).enter().is_err(), "one in flight");
+    drop(held);
     assert!(fg.entry("R").args(["v"]).enter().is_ok());
 }
 

@@ -11,7 +11,7 @@ use super::cache::Cell;
 /// Admits one more call of the cell's value, if there is room.
 #[inline]
 pub(crate) fn try_enter(cell: &mut Cell) -> bool {
-    if can_enter(cell) {
+    if can_enter(cell, 1) {
         cell.level += 1;
         cell.stamp = 0;
         true
@@ -20,10 +20,10 @@ pub(crate) fn try_enter(cell: &mut Cell) -> bool {
     }
 }
 
-/// Whether one more call would be admitted.
+/// Whether `calls` more calls would be admitted.
 #[inline]
-pub(crate) fn can_enter(cell: &Cell) -> bool {
-    cell.level.saturating_add(1) <= cell.threshold
+pub(crate) fn can_enter(cell: &Cell, calls: u32) -> bool {
+    cell.level.saturating_add(i64::from(calls)) <= cell.threshold
 }
 
 /// One call of the cell's value ended (never below zero).
@@ -55,5 +55,7 @@ mod tests {
         assert_eq!(cell.level, 0);
         assert!(settled(&cell));
         assert!(!try_enter(&mut Cell::new(0)));
+        assert!(can_enter(&Cell::new(2), 2));
+        assert!(!can_enter(&Cell::new(2), 3));
     }
 }

@@ -57,8 +57,9 @@ pub(crate) struct ParamRuleState {
     /// Exception items: (hash, value, threshold), sorted by hash.
     items: Box<[(u64, StoredValue, i64)]>,
     cache: ValueCache,
-    /// When this state was created (engine ms): entries admitted before it never counted in it.
-    pub(crate) since_ms: u64,
+    /// The generation of the rules this state was created in: an entry admitted under rules of an
+    /// earlier generation never counted in it.
+    pub(crate) born: u64,
     /// Whether the rule is checked here: a cluster QPS rule passes unless it falls back to local checks
     /// (no token server is configured).
     pub(crate) local: bool,
@@ -69,7 +70,7 @@ impl ParamRuleState {
         rule: ParamFlowRule,
         items: Vec<(StoredValue, u32)>,
         capacity: Option<usize>,
-        now_ms: u64,
+        generation: u64,
     ) -> Self {
         let threshold = rule.count as i64;
         let controller = match (rule.grade, rule.control_behavior) {
@@ -103,7 +104,7 @@ impl ParamRuleState {
             controller,
             items: items.into_boxed_slice(),
             cache,
-            since_ms: now_ms,
+            born: generation,
             local,
         }
     }
@@ -196,23 +197,32 @@ impl ParamRuleState {
         }
     }
 
-    /// Whether [`acquire`](Self::acquire) would admit `value` now (changes nothing; a value not cached
-    /// yet is judged as a new one).
+    /// The hash `value` is kept under for resource `scope` (`None`: no value, always admitted).
+    pub(crate) fn value_hash(&self, scope: u32, value: &ParamValue<'_>) -> Option<u64> {
+        self.cache.hash(scope, value)
+    }
+
+    /// Whether [`acquire`](Self::acquire), called `times` times one after the other, would admit
+    /// `value` each time now (changes nothing; a value not cached yet is judged as a new one).
     pub(crate) fn would_admit(
         &self,
         scope: u32,
         value: &ParamValue<'_>,
         now: u64,
         acquire: u32,
+        times: u32,
     ) -> bool {
         let Some(hash) = self.cache.hash(scope, value) else {
             return true;
         };
         let a = i64::from(acquire);
         let check = |cell: &mut Cell| match &self.controller {
-            Controller::Bucket(b) => b.next(cell, now, a).is_some(),
-            Controller::Pacing(r) => r.next(cell, now, a).is_some(),
-            Controller::Threads => concurrency::can_enter(cell),
+            // Within one instant, k charges of `a` tokens take what one charge of k·a takes.
+            Controller::Bucket(b) => b
+                .next(cell, now, a.saturating_mul(i64::from(times)))
+                .is_some(),
+            Controller::Pacing(r) => r.admits(cell, now, a, times),
+            Controller::Threads => concurrency::can_enter(cell, times),
         };
         self.cache
             .peek(hash, scope, value, check)
@@ -282,17 +292,13 @@ type ResourceParamRules = Vec<Arc<ParamRuleState>>;
 pub(crate) struct ParamSnapshot {
     in_order: Vec<Arc<ParamRuleState>>,
     index: RuleIndex<ParamRuleState>,
-    has_thread: bool,
+    /// Counts the loads that changed the rules (0: none yet). A rule state lives through a run of
+    /// generations: carried over while its rule stays, never brought back once dropped.
+    pub(crate) generation: u64,
     by_resource: ResourceTable<Option<ResourceParamRules>>,
 }
 
 impl ParamSnapshot {
-    /// Whether some rule is a THREAD rule (entries then release counts at exit).
-    #[inline]
-    pub(crate) fn has_thread_rules(&self) -> bool {
-        self.has_thread
-    }
-
     /// The rules that apply to `resource` (exact, then regex), resolved on its first entry under this
     /// snapshot and then found by its id: an entry never looks its rules up by name.
     #[inline]
@@ -331,8 +337,6 @@ pub(crate) struct ParamFlowRules {
     /// Whether any rule is in force (read before the snapshot, so engines without parameter rules pay
     /// one relaxed load per entry).
     any: AtomicBool,
-    /// Whether any THREAD rule is in force (exits of other entries skip the snapshot).
-    any_thread: AtomicBool,
     load_lock: Mutex<()>,
     /// Values each rule remembers; `None`: Sentinel's `min(4000 · durationInSec, 200000)`.
     capacity: Option<usize>,
@@ -343,7 +347,6 @@ impl ParamFlowRules {
         ParamFlowRules {
             snapshot: ArcSwap::default(),
             any: AtomicBool::new(false),
-            any_thread: AtomicBool::new(false),
             load_lock: Mutex::new(()),
             capacity,
         }
@@ -361,14 +364,8 @@ impl ParamFlowRules {
         self.any.load(Ordering::Relaxed)
     }
 
-    /// Whether any THREAD rule is in force, or was when the current rules were loaded.
-    #[inline]
-    pub(crate) fn any_thread(&self) -> bool {
-        self.any_thread.load(Ordering::Relaxed)
-    }
-
-    /// Validates `rules` and puts them in force (`now_ms`: the engine's time); on error nothing changes.
-    pub(crate) fn load(&self, rules: Vec<ParamFlowRule>, now_ms: u64) -> Result<(), RuleError> {
+    /// Validates `rules` and puts them in force; on error nothing changes.
+    pub(crate) fn load(&self, rules: Vec<ParamFlowRule>) -> Result<(), RuleError> {
         let mut parsed: Vec<(ParamFlowRule, Vec<(StoredValue, u32)>)> = Vec::new();
         for (index, rule) in rules.into_iter().enumerate() {
             let items = rule.validate(index)?;
@@ -382,24 +379,21 @@ impl ParamFlowRules {
         {
             return Ok(());
         }
+        let generation = old.generation + 1;
         let in_order = carry_over(
             &old.in_order,
             parsed,
             |s, (r, _)| *s.rule == *r,
-            |(rule, items)| ParamRuleState::new(rule, items, self.capacity, now_ms),
+            |(rule, items)| ParamRuleState::new(rule, items, self.capacity, generation),
         );
         let index = RuleIndex::new(&in_order, |s| {
             Some((s.rule.resource.as_str(), s.rule.regex))
         })?;
-        let has_thread = in_order.iter().any(|s| s.is_thread());
         let any = !in_order.is_empty();
-        // Entries admitted under the old rules may still have THREAD counts to release.
-        self.any_thread
-            .store(has_thread || old.has_thread, Ordering::Relaxed);
         self.snapshot.store(Arc::new(ParamSnapshot {
             in_order,
             index,
-            has_thread,
+            generation,
             by_resource: ResourceTable::default(),
         }));
         self.any.store(any, Ordering::Relaxed);

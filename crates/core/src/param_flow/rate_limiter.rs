@@ -85,6 +85,19 @@ impl RateLimiter {
         ))
     }
 
+    /// Whether `times` requests for `acquire` permits, one after the other at `now`, would all be
+    /// admitted. Each after the first waits one cost longer than the one before, so the last decides.
+    pub(crate) fn admits(&self, cell: &Cell, now: u64, acquire: i64, times: u32) -> bool {
+        let Some((first, _)) = self.next(cell, now, acquire) else {
+            return false;
+        };
+        let later = u64::from(times.saturating_sub(1));
+        let last = first
+            .stamp
+            .saturating_add(self.cost(cell, acquire).saturating_mul(later));
+        last <= now || last - now < self.max_queueing_ms
+    }
+
     /// Gives back the slot of an admission that was then undone. (When the admission passed at once
     /// after idling, moving the stamp back by its cost is as good as restoring it: every later request
     /// finds the value idle either way.)
@@ -110,6 +123,31 @@ mod tests {
         let (next, wait) = r.next(cell, now, 1)?;
         *cell = next;
         Some(wait)
+    }
+
+    #[test]
+    fn admitting_several_at_once_is_admitting_them_in_turn() {
+        for (queue, threshold, stamp) in [
+            (0, 10, NEVER),
+            (500, 10, NEVER),
+            (500, 10, 900),
+            (250, 3, 990),
+        ] {
+            let r = RateLimiter::new(1, queue, 0);
+            let start = Cell {
+                stamp,
+                ..Cell::new(threshold)
+            };
+            for times in 1..8 {
+                let mut cell = start;
+                let in_turn = (0..times).all(|_| admit(&r, &mut cell, 1000).is_some());
+                assert_eq!(
+                    r.admits(&start, 1000, 1, times),
+                    in_turn,
+                    "queue {queue}, threshold {threshold}, stamp {stamp}, {times} times"
+                );
+            }
+        }
     }
 
     #[test]

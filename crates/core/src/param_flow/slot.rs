@@ -13,10 +13,15 @@
 //! for the longest queueing delay any pair asked for.
 //!
 //! THREAD rules count a call in flight per value when it is admitted and release it when the entry
-//! exits, or when a later slot blocks the entry.
+//! exits, or when a later slot blocks the entry. The entry keeps the generation of the rules it was
+//! counted under, and the release goes to exactly the rule states of that generation still in force (a
+//! state carried over by a reload keeps its counts; a rule added meanwhile never counted this call).
+//! Times would not do: a reload in the same millisecond as an admission is indistinguishable by time.
 
 use std::sync::Arc;
 use std::time::Duration;
+
+use rustc_hash::FxHashMap;
 
 use super::manager::{ParamRuleState, Rules, Verdict};
 use crate::block::{BlockError, BlockKind, BlockRule};
@@ -85,18 +90,79 @@ impl<'r, 's, 'a> Iterator for Units<'r, 's, 'a> {
     }
 }
 
+/// Pairs counted without allocating; a call with more distinct pairs counts the rest in a map.
+const INLINE_PAIRS: usize = 16;
+
+/// The first (rule, value) pair of a call that would not be admitted. A pair that occurs more than once
+/// (a value repeated in a list) is checked, at its k-th occurrence, for k charges, as charging it k
+/// times one after the other takes: the charges that follow then fail only if a concurrent call took
+/// the room meanwhile, and a refused call changes nothing (refunds are close, not exact: a window or a
+/// pacing slot a charge opened stays open). Pairs are told apart by rule and value hash.
+fn first_refused<'r, 's, 'a>(
+    rules: &'r Rules,
+    args: &'s [ParamValue<'a>],
+    scope: u32,
+    now: u64,
+    acquire: u32,
+) -> Option<(&'r ParamRuleState, &'s ParamValue<'a>)> {
+    let mut inline = [(0usize, 0u64, 0u32); INLINE_PAIRS];
+    let mut len = 0;
+    let mut more: Option<FxHashMap<(usize, u64), u32>> = None;
+    Units::new(rules, args).find(|(state, value)| {
+        let times = match state.value_hash(scope, value) {
+            None => 1,
+            Some(hash) => {
+                let key = (std::ptr::from_ref::<ParamRuleState>(state) as usize, hash);
+                if let Some(seen) = inline[..len].iter_mut().find(|e| (e.0, e.1) == key) {
+                    seen.2 += 1;
+                    seen.2
+                } else if len < INLINE_PAIRS {
+                    inline[len] = (key.0, key.1, 1);
+                    len += 1;
+                    1
+                } else {
+                    let seen = more
+                        .get_or_insert_with(FxHashMap::default)
+                        .entry(key)
+                        .or_insert(0);
+                    *seen += 1;
+                    *seen
+                }
+            }
+        };
+        !state.would_admit(scope, value, now, acquire, times)
+    })
+}
+
 fn block(cx: &SlotContext<'_>, state: &ParamRuleState, value: &ParamValue<'_>) -> BlockError {
     cx.block(BlockKind::ParamFlow)
         .with_rule(state.rule.clone() as Arc<dyn BlockRule>)
         .with_param(value)
 }
 
-/// Releases the THREAD counts of a call on resource `scope` with `args` (admitted at `admitted_ms`).
-fn release(rules: &Rules, scope: u32, args: &[ParamValue<'_>], admitted_ms: u64) {
+/// Releases the THREAD counts of a call on resource `scope` with `args`, counted under the rules of
+/// `generation`.
+fn release(rules: &Rules, scope: u32, args: &[ParamValue<'_>], generation: u64) {
     for (state, value) in Units::new(rules, args) {
-        if state.is_thread() && admitted_ms >= state.since_ms {
+        if state.is_thread() && state.born <= generation {
             state.release(scope, value);
         }
+    }
+}
+
+/// Releases what [`ParamFlowSlot::entry`] counted for `resource` under `generation` (0: nothing).
+fn release_counted(
+    engine: &crate::engine::Inner,
+    resource: &crate::engine::Resource,
+    args: &[ParamValue<'_>],
+    generation: u64,
+) {
+    if generation == 0 {
+        return;
+    }
+    let snapshot = engine.param_flow.snapshot();
+    if let Some(rules) = snapshot.rules_of(resource) {
+        release(rules, resource.id, args, generation);
     }
 }
 
@@ -122,9 +188,7 @@ impl Slot for ParamFlowSlot {
                 Verdict::Block => return Err(block(cx, state, value)),
             }
         } else {
-            if let Some((state, value)) =
-                Units::new(rules, args).find(|(s, v)| !s.would_admit(scope, v, now, acquire))
-            {
+            if let Some((state, value)) = first_refused(rules, args, scope, now, acquire) {
                 return Err(block(cx, state, value));
             }
             let mut longest = 0;
@@ -144,20 +208,14 @@ impl Slot for ParamFlowSlot {
         if wait > 0 {
             cx.add_wait(Duration::from_millis(wait));
         }
+        if rules.iter().any(|s| s.is_thread()) {
+            cx.param_generation = snapshot.generation;
+        }
         Ok(())
     }
 
     fn on_block(&self, cx: &mut SlotContext<'_>, _block: &BlockError) {
-        if cx.args.is_empty() || !cx.engine.param_flow.any_thread() {
-            return;
-        }
-        let snapshot = cx.engine.param_flow.snapshot();
-        if !snapshot.has_thread_rules() {
-            return;
-        }
-        if let Some(rules) = snapshot.rules_of(cx.resource) {
-            release(rules, cx.resource.id, cx.args, cx.now_ms);
-        }
+        release_counted(cx.engine, cx.resource, cx.args, cx.param_generation);
     }
 
     #[inline]
@@ -166,21 +224,7 @@ impl Slot for ParamFlowSlot {
     }
 
     fn exit(&self, cx: &mut ExitContext<'_>) {
-        if cx.args.is_empty() || !cx.engine.param_flow.any_thread() {
-            return;
-        }
-        let snapshot = cx.engine.param_flow.snapshot();
-        if !snapshot.has_thread_rules() {
-            return;
-        }
-        if let Some(rules) = snapshot.rules_of(cx.resource) {
-            release(
-                rules,
-                cx.resource.id,
-                cx.args,
-                cx.now_ms.saturating_sub(u64::from(cx.rt_ms)),
-            );
-        }
+        release_counted(cx.engine, cx.resource, cx.args, cx.param_generation);
     }
 
     fn hooks(&self) -> Hooks {

@@ -93,7 +93,8 @@ pub(super) fn entry(chain: &SlotChain, cx: &mut SlotContext<'_>) -> Result<(), B
 pub(super) fn exit(cx: &mut ExitContext<'_>) {
     StatisticSlot.exit(cx);
     let engine = cx.engine;
-    if engine.param_flow.any() {
+    // Not `param_flow.any()`: counts taken under rules removed since are released all the same.
+    if cx.param_generation != 0 {
         ParamFlowSlot.exit(cx);
     }
     if engine.degrade.in_force() {

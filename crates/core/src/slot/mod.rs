@@ -186,6 +186,8 @@ pub struct SlotContext<'a> {
     pub(crate) wait: Duration,
     pub(crate) occupied: bool,
     pub(crate) attachments: Vec<Attachment>,
+    /// The generation of the hot-parameter rules that counted this call in flight (0: none did).
+    pub(crate) param_generation: u64,
 }
 
 /// State a slot keeps with an admitted entry until it exits (for example the circuit breaker whose
@@ -299,6 +301,8 @@ pub struct ExitContext<'a> {
     pub(crate) stripe: usize,
     pub(crate) at: Cursor,
     pub(crate) attachments: &'a [Attachment],
+    /// See [`SlotContext`]'s field of the same name.
+    pub(crate) param_generation: u64,
 }
 
 impl ExitContext<'_> {
