@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -22,6 +23,29 @@ impl fmt::Display for ServiceFailed {
 }
 
 impl std::error::Error for ServiceFailed {}
+
+/// The inner service panicked while producing the response (traced, then the panic goes on).
+#[derive(Debug)]
+struct Panicked;
+
+impl fmt::Display for Panicked {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("service panicked")
+    }
+}
+
+impl std::error::Error for Panicked {}
+
+/// Whether a gRPC response carries, in its headers, a status that is the server's failure: UNKNOWN,
+/// DEADLINE_EXCEEDED, UNIMPLEMENTED, INTERNAL, UNAVAILABLE or DATA_LOSS (the codes gRPC maps from and to
+/// HTTP 5xx; a client's mistake, such as INVALID_ARGUMENT or NOT_FOUND, is not). gRPC answers an error
+/// with HTTP 200 and the status in a trailers-only response, whose headers hold it; a status sent in
+/// trailers after a streamed body is past the point where the entry exits, and is not seen.
+fn grpc_server_error(headers: &http::HeaderMap) -> bool {
+    headers
+        .get("grpc-status")
+        .is_some_and(|code| matches!(code.as_bytes(), b"2" | b"4" | b"12" | b"13" | b"14" | b"15"))
+}
 
 /// The response was a server error (5xx).
 #[derive(Debug)]
@@ -104,10 +128,25 @@ where
                     }
                     *wait = None;
                 }
-                let output = std::task::ready!(inner.poll(cx));
+                // A panic is the request failing: traced (a 500 to the client, if a layer outside
+                // catches it), then it goes on, and unwinding drops the entry.
+                let polled = panic::catch_unwind(AssertUnwindSafe(|| inner.poll(cx)));
+                let output = match polled {
+                    Ok(Poll::Ready(output)) => output,
+                    Ok(Poll::Pending) => return Poll::Pending,
+                    Err(payload) => {
+                        if let Some(entry) = entry.take() {
+                            entry.trace(&Panicked);
+                        }
+                        panic::resume_unwind(payload);
+                    }
+                };
                 if let Some(entry) = entry.take() {
                     match &output {
-                        Ok(response) if response.status().is_server_error() => {
+                        Ok(response)
+                            if response.status().is_server_error()
+                                || grpc_server_error(response.headers()) =>
+                        {
                             entry.trace(&ServerError)
                         }
                         Ok(_) => {}

@@ -164,6 +164,11 @@ async fn a_panicking_handler_still_exits_the_entry() {
     let node = fg.cluster_node("GET:/panic").unwrap();
     assert_eq!(node.pass_qps(), 1.0);
     assert_eq!(node.cur_thread_num(), 0, "exited while unwinding");
+    assert_eq!(
+        (node.exception_qps(), node.success_qps()),
+        (1.0, 1.0),
+        "counted as a failed call (success counts every completion, as in Sentinel)"
+    );
 }
 
 #[tokio::test]
@@ -432,6 +437,49 @@ async fn grpc_paths_and_the_method_fallback_name_resources_outside_axum_routes()
     assert_eq!(names, ["/pkg.Orders/Get", "GET:/*"]);
     assert_eq!(fg.cluster_node("/pkg.Orders/Get").unwrap().pass_qps(), 2.0);
     assert_eq!(fg.cluster_node("GET:/*").unwrap().pass_qps(), 4.0);
+}
+
+/// gRPC answers errors with HTTP 200 and a `grpc-status` header (a trailers-only response): the server's
+/// failures are traced, a client's mistakes and successes are not.
+#[tokio::test]
+async fn grpc_server_failures_are_traced() {
+    let (_clock, fg) = engine();
+    let service = tower::ServiceBuilder::new()
+        .layer(FloodgateLayer::new(fg.clone()))
+        .service(tower::service_fn(|request: Request<Body>| async move {
+            let code = request
+                .uri()
+                .path()
+                .rsplit('/')
+                .next()
+                .unwrap_or("0")
+                .to_owned();
+            let response = axum::response::Response::builder()
+                .header(header::CONTENT_TYPE, "application/grpc")
+                .header("grpc-status", code)
+                .body(Body::empty())
+                .unwrap();
+            Ok::<_, std::convert::Infallible>(response)
+        }));
+    for code in ["0", "3", "5", "14", "13", "2", "4"] {
+        let request = Request::post(format!("/pkg.Svc/{code}"))
+            .header(header::CONTENT_TYPE, "application/grpc")
+            .body(Body::empty())
+            .unwrap();
+        let response = service.clone().oneshot(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+    }
+    let exceptions = |code: &str| {
+        fg.cluster_node(&format!("/pkg.Svc/{code}"))
+            .unwrap()
+            .exception_qps()
+    };
+    for code in ["0", "3", "5"] {
+        assert_eq!(exceptions(code), 0.0, "grpc-status {code}");
+    }
+    for code in ["14", "13", "2", "4"] {
+        assert_eq!(exceptions(code), 1.0, "grpc-status {code}");
+    }
 }
 
 /// gRPC paths and extension methods are chosen by clients: a flood of distinct ones through a layer
