@@ -65,6 +65,11 @@ impl<T> Arena<T> {
             .map(|b| &**b)
     }
 
+    /// How many values were stored.
+    pub(crate) fn len(&self) -> usize {
+        self.len.load(Ordering::Acquire) as usize
+    }
+
     /// Every stored value, in index order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
         (0..self.len.load(Ordering::Acquire)).filter_map(|i| self.get(i))

@@ -198,7 +198,8 @@ impl<'a> ContextBuilder<'a> {
         let origin = self
             .origin
             .filter(|o| !o.is_empty())
-            .map(|o| self.engine.intern_origin(o));
+            // Unbounded: an entry's origin must not be lost (authority rules read it).
+            .map(|o| self.engine.intern_origin(o, false));
         struct Exit;
         impl Drop for Exit {
             fn drop(&mut self) {

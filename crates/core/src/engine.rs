@@ -40,6 +40,16 @@ pub const MACHINE_ROOT: &str = "machine-root";
 pub const DEFAULT_MAX_RESOURCES: usize = 6000;
 /// Sentinel's default cap on context names (`MAX_CONTEXT_NAME_SIZE`).
 pub const DEFAULT_MAX_CONTEXTS: usize = 2000;
+/// The default cap on origins counted apart per resource (Sentinel has none: each caller name, often
+/// taken from a request header, made an origin node on every resource it called, for good).
+pub const DEFAULT_MAX_ORIGINS: usize = 1000;
+/// The origin that callers past a resource's origin cap share (see
+/// [`FloodgateBuilder::max_origins`]).
+pub const OVER_CAP_ORIGIN: &str = "__over_origin_cap__";
+/// How many origins an owned entry interns (its origin is then kept as an id, not copied per entry).
+/// Past it, an owned entry keeps no origin name for the exit hooks (its origin node is kept all the
+/// same), so origins a client makes up cannot grow the engine without bound.
+const MAX_INTERNED_ORIGINS: usize = 10_000;
 /// Sentinel's default occupy timeout for prioritized entries.
 pub const DEFAULT_OCCUPY_TIMEOUT: Duration = Duration::from_millis(500);
 
@@ -96,6 +106,7 @@ pub(crate) struct Config {
     pub(crate) cold_factor: f64,
     pub(crate) max_resources: usize,
     pub(crate) max_contexts: usize,
+    pub(crate) max_origins: usize,
     pub(crate) occupy_timeout_ms: u64,
     pub(crate) eager_context_stats: bool,
     pub(crate) param_capacity: Option<usize>,
@@ -168,7 +179,7 @@ impl fmt::Debug for Inner {
         f.debug_struct("Floodgate")
             .field("clock", &self.clock)
             .field("chain", &self.chain)
-            .field("resources", &self.resources.iter().count())
+            .field("resources", &self.resources.len())
             .field("enabled", &self.enabled.load(Ordering::Relaxed))
             .finish_non_exhaustive()
     }
@@ -219,8 +230,7 @@ impl Inner {
         if let Some(id) = self.resource_index.get(name) {
             return self.resources.get(id);
         }
-        if self.resources.iter().count() >= self.config.max_resources && !self.names_in_rules(name)
-        {
+        if self.resources.len() >= self.config.max_resources && !self.names_in_rules(name) {
             self.resource_cap_hits.fetch_add(1, Ordering::Relaxed);
             if !self.system.in_force() {
                 return None;
@@ -237,7 +247,7 @@ impl Inner {
 
     /// Creates the resource `name` (the caller holds the engine lock and checked the cap).
     fn push_resource_locked(&self, name: &str) -> Option<&Resource> {
-        let count = self.resources.iter().count();
+        let count = self.resources.len();
         let name: Arc<str> = Arc::from(name);
         let id = u32::try_from(count).ok()?;
         let default_node = self
@@ -408,7 +418,8 @@ impl Inner {
         }
     }
 
-    /// The origin node id of `origin` on `resource`, created on first sight; `None` for no origin.
+    /// The origin node id of `origin` on `resource`, created on first sight (past the resource's origin
+    /// cap: the shared [`OVER_CAP_ORIGIN`] node); `None` for no origin.
     #[inline]
     pub(crate) fn origin_node_id(&self, resource: &Resource, origin: &str) -> Option<u32> {
         if origin.is_empty() {
@@ -417,27 +428,53 @@ impl Inner {
         if let Some(id) = resource.cluster.origin(origin) {
             return Some(id);
         }
+        self.add_origin_node(resource, origin)
+    }
+
+    #[cold]
+    fn add_origin_node(&self, resource: &Resource, origin: &str) -> Option<u32> {
+        let named = || {
+            self.flow
+                .snapshot()
+                .rules_of(resource)
+                .is_some_and(|rules| rules.names(origin))
+        };
+        let over_cap = || resource.cluster.origin_count() >= self.config.max_origins && !named();
+        // The usual case past the cap, without the lock: the shared node exists.
+        if over_cap() {
+            if let Some(id) = resource.cluster.origin(OVER_CAP_ORIGIN) {
+                return Some(id);
+            }
+        }
         let _guard = self.lock();
         if let Some(id) = resource.cluster.origin(origin) {
+            return Some(id);
+        }
+        let key = if over_cap() { OVER_CAP_ORIGIN } else { origin };
+        if let Some(id) = resource.cluster.origin(key) {
             return Some(id);
         }
         let id = self
             .origin_nodes
             .push(StatisticNode::new(self.config.geometry))
             .ok()?;
-        resource.cluster.add_origin_locked(Arc::from(origin), id);
+        resource.cluster.add_origin_locked(Arc::from(key), id);
         Some(id)
     }
 
     /// `origin` interned: an id whose string lives as long as the engine (contexts carry the id, entries
-    /// borrow the string, nothing is reference-counted per entry).
-    pub(crate) fn intern_origin(&self, origin: &str) -> u32 {
+    /// borrow the string, nothing is reference-counted per entry). `bounded`: past
+    /// [`MAX_INTERNED_ORIGINS`] a new origin is not interned, and `u32::MAX` (no origin) comes back.
+    pub(crate) fn intern_origin(&self, origin: &str, bounded: bool) -> u32 {
         if let Some(id) = self.origin_index.get(origin) {
             return id;
         }
         let _guard = self.lock();
         if let Some(id) = self.origin_index.get(origin) {
             return id;
+        }
+        if bounded && self.origins.len() >= MAX_INTERNED_ORIGINS {
+            return u32::MAX;
         }
         match self.origins.push(Box::from(origin)) {
             Ok(id) => {
@@ -1088,6 +1125,7 @@ impl Default for FloodgateBuilder {
                 cold_factor: DEFAULT_COLD_FACTOR,
                 max_resources: DEFAULT_MAX_RESOURCES,
                 max_contexts: DEFAULT_MAX_CONTEXTS,
+                max_origins: DEFAULT_MAX_ORIGINS,
                 occupy_timeout_ms: DEFAULT_OCCUPY_TIMEOUT.as_millis() as u64,
                 eager_context_stats: false,
                 param_capacity: None,
@@ -1127,6 +1165,17 @@ impl FloodgateBuilder {
     /// How many named contexts exist (default 2000). Past it, entries run in the default context.
     pub fn max_contexts(mut self, max: usize) -> Self {
         self.config.max_contexts = max.max(1);
+        self
+    }
+
+    /// How many origins (callers) each resource counts apart (default 1000). Past it, a new origin's
+    /// calls are counted on the resource's [`OVER_CAP_ORIGIN`] node, shared by all such callers, so an
+    /// origin header a client fills in cannot grow the engine without bound. An origin a flow rule of
+    /// the resource names (`limitApp`) always gets its own node. Rules read the shared node for callers
+    /// past the cap (`limitApp: "other"` then limits them together: stricter, never open), and
+    /// authority rules, which compare names, are unaffected.
+    pub fn max_origins(mut self, max: usize) -> Self {
+        self.config.max_origins = max;
         self
     }
 
@@ -1272,5 +1321,35 @@ impl FloodgateBuilder {
             inner.create_context_locked(DEFAULT_CONTEXT_NAME);
         }
         Floodgate { inner }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owned_entries_intern_a_bounded_number_of_origins() {
+        let fg = Floodgate::default();
+        let inner = &fg.inner;
+        for i in 0..MAX_INTERNED_ORIGINS {
+            assert_ne!(inner.intern_origin(&format!("o{i}"), true), u32::MAX);
+        }
+        assert_eq!(
+            inner.intern_origin("one-more", true),
+            u32::MAX,
+            "past the cap"
+        );
+        assert_eq!(
+            inner.origin_str(inner.intern_origin("o7", true)),
+            "o7",
+            "known ones still are"
+        );
+        let id = inner.intern_origin("a-context-origin", false);
+        assert_eq!(
+            inner.origin_str(id),
+            "a-context-origin",
+            "contexts' origins are never lost"
+        );
     }
 }

@@ -619,7 +619,7 @@ impl OwnedEntry {
             origin: if a.origin.is_empty() {
                 NONE
             } else {
-                engine.inner.intern_origin(a.origin)
+                engine.inner.intern_origin(a.origin, true)
             },
             args: a.args.into_owned_boxed(),
             attachments: a.attachments,

@@ -73,9 +73,9 @@ pub use degrade::{
     DefaultCircuitBreakerSlot, DegradeGrade, DegradeRule, DegradeSlot,
 };
 pub use engine::{
-    ConfigError, DEFAULT_CONTEXT_NAME, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_RESOURCES,
-    DEFAULT_OCCUPY_TIMEOUT, EngineStats, Floodgate, FloodgateBuilder, MACHINE_ROOT,
-    OVER_CAP_RESOURCE, ResourceHandle, TOTAL_INBOUND_TRAFFIC,
+    ConfigError, DEFAULT_CONTEXT_NAME, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_ORIGINS,
+    DEFAULT_MAX_RESOURCES, DEFAULT_OCCUPY_TIMEOUT, EngineStats, Floodgate, FloodgateBuilder,
+    MACHINE_ROOT, OVER_CAP_ORIGIN, OVER_CAP_RESOURCE, ResourceHandle, TOTAL_INBOUND_TRAFFIC,
 };
 pub use entry::{Entry, EntryBuilder, OwnedEntry};
 pub use entry_type::{EntryType, ResourceType};

@@ -127,3 +127,43 @@ fn names_past_the_cap_share_one_resource_under_system_rules() {
         "their traffic is counted together"
     );
 }
+
+#[test]
+fn origins_past_the_cap_share_one_node_and_named_origins_keep_theirs() {
+    use floodgate_core::{BlockKind, OVER_CAP_ORIGIN, RuleType};
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(T0))
+        .max_origins(3)
+        .build();
+    // `vip` is limited on its own; every other caller together, 50 a second ("other" counts per
+    // origin, and past the cap the callers share a node).
+    fg.load_rules_json(
+        RuleType::Flow,
+        r#"[{"resource":"R","limitApp":"vip","count":1},
+            {"resource":"R","limitApp":"other","count":50}]"#,
+    )
+    .unwrap();
+    let enter = |origin: &str| fg.entry("R").origin(origin).enter().map(drop);
+    let mut passed = 0;
+    for i in 0..200 {
+        // Callers a client makes up (an origin header).
+        if enter(&format!("caller-{i}")).is_ok() {
+            passed += 1;
+        }
+    }
+    assert!(
+        enter("vip").is_ok(),
+        "a named origin has its own node, past the cap too"
+    );
+    assert_eq!(enter("vip").unwrap_err().kind(), BlockKind::Flow);
+    let nodes = fg.origin_nodes("R");
+    let names: Vec<&str> = nodes.iter().map(|n| &*n.name).collect();
+    assert_eq!(
+        nodes.len(),
+        5,
+        "three callers, the shared node and vip: {names:?}"
+    );
+    let shared = nodes.iter().find(|n| &*n.name == OVER_CAP_ORIGIN).unwrap();
+    assert_eq!(shared.pass_qps, 50.0, "the other callers share one limit");
+    assert_eq!(passed, 3 + 50);
+}

@@ -29,6 +29,11 @@ impl ClusterNode {
         self.origins.load().as_ref()?.get(origin).copied()
     }
 
+    /// How many origins have a node here.
+    pub(crate) fn origin_count(&self) -> usize {
+        self.origins.load().as_ref().map_or(0, |m| m.len())
+    }
+
     /// Records `origin → index`; the caller holds the engine's origin lock.
     pub(crate) fn add_origin_locked(&self, origin: Arc<str>, index: u32) {
         let mut next = self
