@@ -11,6 +11,7 @@ use floodgate_core::OwnedEntry;
 use http::Response;
 use pin_project_lite::pin_project;
 use tokio::time::Sleep;
+use tower_service::Service;
 
 /// The inner service failed (what is traced into the entry; the service's own error is returned).
 #[derive(Debug)]
@@ -61,21 +62,33 @@ impl std::error::Error for ServerError {}
 
 pin_project! {
     /// The future of a guarded service's response.
-    pub struct ResponseFuture<F, B> {
+    pub struct ResponseFuture<S, Req, B>
+    where
+        S: Service<Req>,
+    {
         #[pin]
-        state: State<F, B>,
+        state: State<S, Req, B>,
     }
 }
 
 pin_project! {
     #[project = StateProj]
-    enum State<F, B> {
+    enum State<S, Req, B>
+    where
+        S: Service<Req>,
+    {
+        /// Admitted after a queueing wait: the request reaches the service once the wait is over.
+        Waiting {
+            entry: Option<OwnedEntry>,
+            // Boxed: waits are rare, and a timer, a service and a request inline would make every
+            // response future larger.
+            sleep: Pin<Box<Sleep>>,
+            call: Option<Box<(S, Req)>>,
+        },
         Admitted {
             entry: Option<OwnedEntry>,
-            // Boxed: waits are rare, and a timer inline would make every response future larger.
-            wait: Option<Pin<Box<Sleep>>>,
             #[pin]
-            inner: F,
+            inner: S::Future,
         },
         Blocked {
             response: Option<Response<B>>,
@@ -83,19 +96,29 @@ pin_project! {
     }
 }
 
-impl<F, B> fmt::Debug for ResponseFuture<F, B> {
+impl<S: Service<Req>, Req, B> fmt::Debug for ResponseFuture<S, Req, B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ResponseFuture").finish_non_exhaustive()
     }
 }
 
-impl<F, B> ResponseFuture<F, B> {
-    pub(crate) fn admitted(entry: OwnedEntry, inner: F, wait: Duration, sleeps: bool) -> Self {
+impl<S: Service<Req>, Req, B> ResponseFuture<S, Req, B> {
+    pub(crate) fn admitted(entry: OwnedEntry, inner: S::Future) -> Self {
         ResponseFuture {
             state: State::Admitted {
                 entry: Some(entry),
-                wait: (sleeps && !wait.is_zero()).then(|| Box::pin(tokio::time::sleep(wait))),
                 inner,
+            },
+        }
+    }
+
+    /// Calls `service` (made ready) with `request` once `wait` is over.
+    pub(crate) fn waiting(entry: OwnedEntry, service: S, request: Req, wait: Duration) -> Self {
+        ResponseFuture {
+            state: State::Waiting {
+                entry: Some(entry),
+                sleep: Box::pin(tokio::time::sleep(wait)),
+                call: Some(Box::new((service, request))),
             },
         }
     }
@@ -109,25 +132,32 @@ impl<F, B> ResponseFuture<F, B> {
     }
 }
 
-impl<F, B, E> Future for ResponseFuture<F, B>
+impl<S, Req, B, E> Future for ResponseFuture<S, Req, B>
 where
-    F: Future<Output = Result<Response<B>, E>>,
+    S: Service<Req, Response = Response<B>, Error = E>,
 {
     type Output = Result<Response<B>, E>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project().state.project() {
+        let mut state = self.project().state;
+        if let StateProj::Waiting { entry, sleep, call } = state.as_mut().project() {
+            if sleep.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            if let Some(call) = call.take() {
+                let (mut service, request) = *call;
+                let inner = service.call(request);
+                let entry = entry.take();
+                state.set(State::Admitted { entry, inner });
+            }
+        }
+        match state.project() {
             StateProj::Blocked { response } => match response.take() {
                 Some(response) => Poll::Ready(Ok(response)),
                 None => Poll::Pending,
             },
-            StateProj::Admitted { entry, wait, inner } => {
-                if let Some(sleep) = wait.as_mut() {
-                    if sleep.as_mut().poll(cx).is_pending() {
-                        return Poll::Pending;
-                    }
-                    *wait = None;
-                }
+            StateProj::Waiting { .. } => Poll::Pending,
+            StateProj::Admitted { entry, inner } => {
                 // A panic is the request failing: traced (a 500 to the client, if a layer outside
                 // catches it), then it goes on, and unwinding drops the entry.
                 let polled = panic::catch_unwind(AssertUnwindSafe(|| inner.poll(cx)));

@@ -10,7 +10,9 @@
 //! 5xx responses are traced into the entry, so error-ratio breakers see failing requests. The entry exits
 //! when the response is ready, when the service fails, when the handler panics (unwinding drops it) and
 //! when the response future is dropped (cancellation). A queueing wait is awaited with a tokio timer
-//! before the request reaches the service, never slept on a worker thread.
+//! before the request reaches the service, never slept on a worker thread: the service, which must be
+//! `Clone` (axum's, tonic's and hyper's are), is called only once the wait is over (a request that waits
+//! takes the service made ready with it, and a clone stays).
 //!
 //! ```
 //! use axum::{Router, http::HeaderName, routing::get};

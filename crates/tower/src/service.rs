@@ -46,12 +46,12 @@ impl<S, R> Floodgate<S, R> {
 
 impl<S, R, ReqB, ResB> Service<Request<ReqB>> for Floodgate<S, R>
 where
-    S: Service<Request<ReqB>, Response = Response<ResB>>,
+    S: Service<Request<ReqB>, Response = Response<ResB>> + Clone,
     R: BlockResponse<ResB>,
 {
     type Response = Response<ResB>;
     type Error = S::Error;
-    type Future = ResponseFuture<S::Future, ResB>;
+    type Future = ResponseFuture<S, Request<ReqB>, ResB>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -84,8 +84,15 @@ where
         match admitted {
             Ok(entry) => {
                 let wait = entry.waited();
-                let sleeps = self.layer.shared.fg.clock().sleeps();
-                ResponseFuture::admitted(entry, self.inner.call(request), wait, sleeps)
+                if wait.is_zero() || !self.layer.shared.fg.clock().sleeps() {
+                    return ResponseFuture::admitted(entry, self.inner.call(request));
+                }
+                // The request reaches the service only once the wait is over: a service may act when
+                // called, before its future is polled. The service made ready goes with the request,
+                // and a clone stays for the next call (tower's clone-and-swap).
+                let clone = self.inner.clone();
+                let ready = std::mem::replace(&mut self.inner, clone);
+                ResponseFuture::waiting(entry, ready, request, wait)
             }
             Err(block) => ResponseFuture::blocked(self.layer.on_block.respond(&block)),
         }

@@ -411,6 +411,47 @@ async fn queueing_waits_are_awaited() {
     );
 }
 
+/// A service that acts when called (a client, a queue), not when its future is polled: a queued
+/// request reaches it only once its wait is over.
+#[tokio::test(start_paused = true)]
+async fn a_queued_request_reaches_the_service_after_its_wait() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let fg = Floodgate::builder()
+        .clock(TimerClock(ManualClock::new(T0)))
+        .build();
+    fg.load_rules_json(
+        RuleType::Flow,
+        r#"[{"resource":"GET:/*","count":10,"controlBehavior":2,"maxQueueingTimeMs":500}]"#,
+    )
+    .unwrap();
+    let calls = Arc::new(AtomicU32::new(0));
+    let counted = calls.clone();
+    let service = tower::ServiceBuilder::new()
+        .layer(FloodgateLayer::new(fg.clone()))
+        .service(tower::service_fn(move |_: Request<Body>| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            async {
+                Ok::<_, std::convert::Infallible>(axum::response::Response::new(Body::empty()))
+            }
+        }));
+    let request = || Request::get("/x").body(Body::empty()).unwrap();
+    service.clone().oneshot(request()).await.unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let mut queued = Box::pin(service.clone().oneshot(request()));
+    assert!(
+        futures_poll_once(queued.as_mut()).await.is_none(),
+        "waiting"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "not called while it waits");
+    let start = tokio::time::Instant::now();
+    let response = queued.await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert_eq!(start.elapsed(), Duration::from_millis(100));
+    assert_eq!(fg.cluster_node("GET:/*").unwrap().cur_thread_num(), 0);
+}
+
 #[tokio::test]
 async fn grpc_paths_and_the_method_fallback_name_resources_outside_axum_routes() {
     // A plain tower service (no axum routing, so no route template): gRPC requests are named by their
