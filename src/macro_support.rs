@@ -65,6 +65,8 @@ pub trait ResultOutput: Sized {
     type Err;
     /// `Err(error)` for an error, else `Ok(self)`.
     fn split_error(self) -> Result<Self, Self::Err>;
+    /// The output that is the error `error`.
+    fn from_error(error: Self::Err) -> Self;
 }
 
 impl<T, E> ResultOutput for Result<T, E> {
@@ -77,12 +79,23 @@ impl<T, E> ResultOutput for Result<T, E> {
             Err(error) => Err(error),
         }
     }
+
+    #[inline(always)]
+    fn from_error(error: E) -> Self {
+        Err(error)
+    }
 }
 
 /// The body's error for the fallback, or the output to return as it is.
 #[inline(always)]
 pub fn split_error<R: ResultOutput>(output: R) -> Result<R, R::Err> {
     output.split_error()
+}
+
+/// The output that is `error` (an error the fallback does not get).
+#[inline]
+pub fn rejoin_error<R: ResultOutput>(error: R::Err) -> R {
+    R::from_error(error)
 }
 
 /// A block as the error a fallback receives (no block handler).

@@ -606,3 +606,68 @@ mod async_fns {
         assert_eq!(in_flight("async_fallback"), 0);
     }
 }
+
+// --- fallback and the engine's filters -------------------------------------------------------------
+
+/// An engine that ignores `NotFound` (Sentinel's `exceptionsToIgnore`).
+fn filtering_engine() -> &'static Floodgate {
+    static ENGINE: OnceLock<Floodgate> = OnceLock::new();
+    ENGINE.get_or_init(|| {
+        Floodgate::builder()
+            .clock(ManualClock::new(T0))
+            .ignore_if(|e| {
+                e.downcast_ref::<AppError>()
+                    .is_some_and(|e| matches!(e, AppError::NotFound(_)))
+            })
+            .build()
+    })
+}
+
+static FALLBACKS: AtomicU32 = AtomicU32::new(0);
+
+fn counted_fallback(_id: u64, error: AppError) -> Result<u64, AppError> {
+    FALLBACKS.fetch_add(1, Ordering::SeqCst);
+    Err(error)
+}
+
+#[floodgate::resource(name = "ignored_errors", engine = filtering_engine(), fallback = counted_fallback)]
+fn fetch(id: u64) -> Result<u64, AppError> {
+    match id {
+        0 => Err(AppError::NotFound(id)),
+        1 => Err("x".parse::<u64>().map_err(AppError::Parse).unwrap_err()),
+        _ => Ok(id),
+    }
+}
+
+#[test]
+fn the_fallback_gets_traced_errors_only() {
+    assert!(matches!(fetch(0), Err(AppError::NotFound(0))));
+    assert_eq!(
+        FALLBACKS.load(Ordering::SeqCst),
+        0,
+        "an ignored error is returned as it is"
+    );
+    assert!(matches!(fetch(1), Err(AppError::Parse(_))));
+    assert_eq!(
+        FALLBACKS.load(Ordering::SeqCst),
+        1,
+        "a traced one goes to the fallback"
+    );
+    assert_eq!(fetch(2).unwrap(), 2);
+    let node = filtering_engine().cluster_node("ignored_errors").unwrap();
+    assert_eq!((node.total_exception(), node.cur_thread_num()), (1, 0));
+}
+
+/// In a generic function the error is traced as itself when its bounds say it is an `Error`, so the
+/// engine's filters see its type.
+#[floodgate::resource(name = "generic_errors", engine = filtering_engine())]
+fn generic<E: From<BlockError> + From<AppError> + Error + 'static>(id: u64) -> Result<u64, E> {
+    Err(E::from(AppError::NotFound(id)))
+}
+
+#[test]
+fn generic_error_types_are_traced_as_themselves() {
+    assert!(generic::<AppError>(3).is_err());
+    let node = filtering_engine().cluster_node("generic_errors").unwrap();
+    assert_eq!(node.total_exception(), 0, "seen as a NotFound, and ignored");
+}

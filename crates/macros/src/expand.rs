@@ -146,11 +146,17 @@ pub(crate) fn expand(args: Args, item: TokenStream) -> syn::Result<TokenStream> 
                 ::floodgate::__private::split_error::<#output>(#out)
             );
             let call = quote_spanned!(fallback.span()=> #fallback(#(#forwarded,)* #error) #awaited);
+            let rejoin = quote_spanned!(output_span=>
+                ::floodgate::__private::rejoin_error::<#output>(#error)
+            );
+            // The fallback gets the errors that were traced; one the engine's filters ignore is
+            // returned as it is (Sentinel rethrows its `exceptionsToIgnore`).
             quote! {
                 #trace
                 let #returned = match #split {
                     ::core::result::Result::Ok(#out) => #out,
-                    ::core::result::Result::Err(#error) => #call,
+                    ::core::result::Result::Err(#error) if #entry.entry().has_error() => #call,
+                    ::core::result::Result::Err(#error) => #rejoin,
                 };
                 ::core::mem::drop(#entry);
                 #returned

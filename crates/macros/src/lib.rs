@@ -79,13 +79,16 @@ mod expand;
 ///
 /// When the body returns `Err(e)`, `e` is traced into the entry (an exception for statistics and
 /// error-based circuit breakers, subject to the engine's `trace_if`/`ignore_if` filters):
-/// `E: std::error::Error + 'static` is traced as itself; an `E` that is `AsRef<dyn Error>` (a
+/// `E: std::error::Error + 'static` is traced as itself (in a generic function, only if its bounds say
+/// so: `E: From<BlockError> + std::error::Error + 'static`); an `E` that is `AsRef<dyn Error>` (a
 /// `Box<dyn Error>`, `anyhow::Error`) as the error it holds; any other `E` (a `String`, say) as an
 /// opaque error naming its type. A `BlockError` is never traced. A panic that unwinds through the body
 /// is traced too.
 ///
 /// With `fallback = g`, the call then returns `g(args.., e)`: `g` takes the function's arguments and the
-/// owned error, and returns the function's return type. The arguments are passed after the body ran, so
+/// owned error, and returns the function's return type. Only a traced error goes to the fallback: one
+/// the engine's filters ignore (`ignore_if`, or not `trace_if`), a `BlockError` from a guarded call
+/// inside the body among them, is returned as it is (Sentinel rethrows its `exceptionsToIgnore`). The arguments are passed after the body ran, so
 /// the body may borrow or copy them but not move them. The fallback runs before the entry exits, as in
 /// Sentinel. `fallback` needs a function returning `Result`.
 ///
@@ -103,6 +106,8 @@ mod expand;
 /// - With a handler, every argument must be bound to a plain name (not a pattern), since it is passed
 ///   on.
 /// - The expansion names `::floodgate`: depend on the facade under that name.
+/// - An error type that borrows (`Result<T, ParseError<'a>>`) cannot be traced as itself (tracing needs
+///   `'static`, for the filters to see its type), and does not compile: return an owned error.
 #[proc_macro_attribute]
 pub fn resource(attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut args = args::Args::default();
