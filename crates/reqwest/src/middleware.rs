@@ -27,16 +27,9 @@ impl fmt::Debug for FloodgateMiddleware {
 }
 
 /// The downstream answered with a server error (what is traced into the entry).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("server error response")]
 struct ServerError;
-
-impl fmt::Display for ServerError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("server error response")
-    }
-}
-
-impl std::error::Error for ServerError {}
 
 impl FloodgateMiddleware {
     /// A middleware on `fg` with the default resource names.

@@ -14,28 +14,14 @@ use tokio::time::Sleep;
 use tower_service::Service;
 
 /// The inner service failed (what is traced into the entry; the service's own error is returned).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("service error")]
 struct ServiceFailed;
 
-impl fmt::Display for ServiceFailed {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("service error")
-    }
-}
-
-impl std::error::Error for ServiceFailed {}
-
 /// The inner service panicked while producing the response (traced, then the panic goes on).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("service panicked")]
 struct Panicked;
-
-impl fmt::Display for Panicked {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("service panicked")
-    }
-}
-
-impl std::error::Error for Panicked {}
 
 /// Whether a gRPC response carries, in its headers, a status that is the server's failure: UNKNOWN,
 /// DEADLINE_EXCEEDED, UNIMPLEMENTED, INTERNAL, UNAVAILABLE or DATA_LOSS (the codes gRPC maps from and to
@@ -49,16 +35,9 @@ fn grpc_server_error(headers: &http::HeaderMap) -> bool {
 }
 
 /// The response was a server error (5xx).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("server error response")]
 struct ServerError;
-
-impl fmt::Display for ServerError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("server error response")
-    }
-}
-
-impl std::error::Error for ServerError {}
 
 pin_project! {
     /// The future of a guarded service's response.
