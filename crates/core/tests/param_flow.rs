@@ -883,6 +883,19 @@ fn typed_rules_load_like_json() {
         .load_param_flow_rules([ParamFlowRule::new("R", 0, 1.0).duration_in_sec(0)])
         .unwrap_err();
     assert_eq!(err.to_string(), "rule 0: `durationInSec` must be > 0");
+    // What loads must save and load again (rule files, the agent): no duration JSON cannot hold.
+    let err = fg
+        .load_param_flow_rules([ParamFlowRule::new("R", 0, 1.0).duration_in_sec(u64::MAX)])
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("rule 0: `durationInSec` is out of range: {}", u64::MAX)
+    );
+    let longest = ParamFlowRule::new("R", 0, 1.0).duration_in_sec(i64::MAX as u64);
+    fg.load_param_flow_rules([longest]).unwrap();
+    let saved = fg.rules_json(RuleType::ParamFlow);
+    load(&fg, &saved);
+    assert_eq!(fg.rules_json(RuleType::ParamFlow), saved);
 }
 
 fn rejected(fg: &Floodgate, json: &str) -> RuleError {

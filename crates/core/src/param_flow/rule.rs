@@ -296,6 +296,13 @@ impl ParamFlowRule {
         if self.duration_in_sec == 0 {
             return err("durationInSec", "must be > 0".into());
         }
+        if i64::try_from(self.duration_in_sec).is_err() {
+            // Rules are saved as JSON and read back: a value JSON rules cannot hold would be lost.
+            return err(
+                "durationInSec",
+                format!("is out of range: {}", self.duration_in_sec),
+            );
+        }
         let mut items: Vec<(StoredValue, u32)> =
             Vec::with_capacity(self.param_flow_item_list.len());
         for (i, item) in self.param_flow_item_list.iter().enumerate() {
