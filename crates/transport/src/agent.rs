@@ -18,6 +18,7 @@ use crate::host::HostInfo;
 use crate::metric_log::MetricLog;
 use crate::metric_store::MetricStore;
 use crate::rule_file::RuleFiles;
+use crate::serve::serve;
 
 /// How many ports past the configured one a port search tries.
 const PORT_SEARCH_SPAN: u16 = 32;
@@ -47,7 +48,20 @@ pub enum AgentError {
     /// The metric log directory could not be used.
     #[error("cannot use the metric log directory: {0}")]
     MetricLog(std::io::Error),
+    /// A setting was out of range.
+    #[error("invalid agent setting `{field}`: {reason}")]
+    Invalid {
+        /// The setting.
+        field: &'static str,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
 }
+
+/// The shortest token accepted (a blank one would let every request in).
+const MIN_TOKEN_LEN: usize = 8;
+/// The longest heartbeat interval accepted (its back-off multiplies it by up to 8).
+const MAX_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(24 * 3600);
 
 /// A running agent. Dropping it (or [`Agent::shutdown`]) stops it.
 #[derive(Debug)]
@@ -257,6 +271,21 @@ impl AgentBuilder {
     /// Starts the agent: binds, loads the rule files, and runs the API, metrics and heartbeats.
     pub fn start(self) -> Result<Agent, AgentError> {
         let c = &self.config;
+        if c.token
+            .as_deref()
+            .is_some_and(|t| t.trim().len() < MIN_TOKEN_LEN || t.trim() != t)
+        {
+            return Err(AgentError::Invalid {
+                field: "token",
+                reason: "must be at least 8 characters, without surrounding spaces",
+            });
+        }
+        if c.heartbeat_interval.is_zero() || c.heartbeat_interval > MAX_HEARTBEAT_INTERVAL {
+            return Err(AgentError::Invalid {
+                field: "heartbeat_interval",
+                reason: "must be more than zero and at most a day",
+            });
+        }
         if !c.bind_addr.is_loopback() && c.token.is_none() {
             return Err(AgentError::InsecureBind(c.bind_addr));
         }
@@ -331,7 +360,7 @@ impl AgentBuilder {
                         .and_then(|l| tokio::net::TcpListener::from_std(l).ok())
                         .map(|l| {
                             let app = metrics_app(state.clone());
-                            tokio::spawn(async move { axum::serve(l, app).await })
+                            tokio::spawn(serve(l, app, std::future::pending()))
                         });
                     let clock_fg = fg.clone();
                     let heartbeats = tokio::spawn(heartbeat.run(move || clock_fg.clock().now_ms()));
@@ -342,14 +371,10 @@ impl AgentBuilder {
                             collect(&fg, &collector_metrics, collector_log.as_deref());
                         }
                     });
-                    let served = axum::serve(listener, app(state))
-                        .with_graceful_shutdown(async move {
-                            let _ = stopped.await;
-                        })
-                        .await;
-                    if let Err(e) = served {
-                        tracing::error!(error = %e, "command API stopped");
-                    }
+                    serve(listener, app(state), async move {
+                        let _ = stopped.await;
+                    })
+                    .await;
                     heartbeats.abort();
                     collector.abort();
                     if let Some(prometheus) = prometheus {

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Bytes;
 use hyper::{Method, Request};
 use hyper_util::client::legacy::Client;
@@ -16,6 +16,9 @@ use hyper_util::rt::TokioExecutor;
 
 use crate::command::SENTINEL_VERSION;
 use crate::host::HostInfo;
+
+/// The most of a dashboard's answer read (it is discarded: only the status matters).
+const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
 /// What a heartbeat says.
 #[derive(Debug, Clone)]
@@ -86,7 +89,9 @@ impl Heartbeat {
             if failures == 1 {
                 tracing::warn!(dashboards = ?self.dashboards, "no dashboard answered the heartbeat; backing off");
             }
-            let delay = self.interval * 2u32.saturating_pow(failures.min(3));
+            let delay = self
+                .interval
+                .saturating_mul(2u32.saturating_pow(failures.min(3)));
             tokio::time::sleep(delay).await;
         }
     }
@@ -110,12 +115,19 @@ impl Heartbeat {
         let request = request
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| e.to_string())?;
-        let response = tokio::time::timeout(Duration::from_secs(3), client.request(request))
+        // One deadline for the answer and its body, and a bounded body: a dashboard that stalls or
+        // streams must not stop the heartbeats (nor grow the app's memory).
+        let exchange = async {
+            let response = client.request(request).await.map_err(|e| e.to_string())?;
+            let status = response.status();
+            let _ = Limited::new(response.into_body(), MAX_ANSWER_BYTES)
+                .collect()
+                .await;
+            Ok::<_, String>(status)
+        };
+        let status = tokio::time::timeout(Duration::from_secs(3), exchange)
             .await
-            .map_err(|_| "timed out".to_owned())?
-            .map_err(|e| e.to_string())?;
-        let status = response.status();
-        let _ = response.into_body().collect().await;
+            .map_err(|_| "timed out".to_owned())??;
         if status.is_success() {
             Ok(())
         } else {

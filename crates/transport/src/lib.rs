@@ -34,6 +34,7 @@ mod metric_log;
 mod metric_store;
 mod prometheus;
 mod rule_file;
+mod serve;
 
 pub use agent::{Agent, AgentBuilder, AgentError};
 pub use command::{CommandState, SENTINEL_VERSION, app};

@@ -336,7 +336,7 @@ fn metric_lines_parse_back_to_the_stored_values() {
 #[test]
 fn a_token_guards_every_command() {
     let (_clock, fg) = engine();
-    let agent = builder(&fg).token("s3cret").start().unwrap();
+    let agent = builder(&fg).token("s3cret-token").start().unwrap();
     let addr = agent.local_addr();
     assert_eq!(get(addr, "version").0, 401);
     let (status, _) = post(
@@ -355,13 +355,13 @@ fn a_token_guards_every_command() {
     assert_eq!(get(addr, "setSwitch?value=false").0, 401);
     assert!(fg.is_enabled());
     assert_eq!(get(addr, "version?token=wrong").0, 401);
-    assert_eq!(get(addr, "version?token=s3cret").0, 200);
+    assert_eq!(get(addr, "version?token=s3cret-token").0, 200);
     let request = format!(
-        "GET /version HTTP/1.1\r\nHost: {addr}\r\nX-Floodgate-Token: s3cret\r\nConnection: close\r\n\r\n"
+        "GET /version HTTP/1.1\r\nHost: {addr}\r\nX-Floodgate-Token: s3cret-token\r\nConnection: close\r\n\r\n"
     );
     assert_eq!(raw(addr, request.as_bytes()).0, 200);
     let request = format!(
-        "GET /version HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer s3cret\r\nConnection: close\r\n\r\n"
+        "GET /version HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer s3cret-token\r\nConnection: close\r\n\r\n"
     );
     assert_eq!(raw(addr, request.as_bytes()).0, 200);
 }
@@ -380,7 +380,7 @@ fn exposing_the_api_needs_a_token() {
     assert!(err.to_string().contains("without a token"));
     let agent = builder(&fg)
         .bind("0.0.0.0".parse().unwrap())
-        .token("t")
+        .token("long-enough-token")
         .start()
         .unwrap();
     assert_ne!(agent.port(), 0);
@@ -484,4 +484,84 @@ fn param_flow_rules_round_trip_as_the_java_dashboard_sends_them() {
     assert_eq!(status, 400);
     assert!(message.contains("paramIdx"), "{message}");
     assert_eq!(fg.param_flow_rules().len(), 1, "kept");
+}
+
+#[test]
+fn blank_short_or_padded_tokens_and_a_zero_heartbeat_interval_are_refused() {
+    let (_clock, fg) = engine();
+    for token in ["", "        ", "short", " padded-token "] {
+        let err = builder(&fg)
+            .bind("0.0.0.0".parse().unwrap())
+            .token(token)
+            .start()
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                floodgate_transport::AgentError::Invalid { field: "token", .. }
+            ),
+            "{token:?}: {err}"
+        );
+    }
+    let err = builder(&fg)
+        .heartbeat_interval(Duration::ZERO)
+        .start()
+        .unwrap_err();
+    assert!(err.to_string().contains("heartbeat_interval"), "{err}");
+}
+
+#[test]
+fn too_many_parameters_are_refused() {
+    let (_clock, fg) = engine();
+    let agent = builder(&fg).start().unwrap();
+    let many = vec!["a=1"; 65].join("&");
+    assert_eq!(get(agent.local_addr(), &format!("version?{many}")).0, 400);
+    let (status, _) = post(agent.local_addr(), "setRules", &[("x", "1"); 65]);
+    assert_eq!(status, 400);
+    assert_eq!(get(agent.local_addr(), "version?a=1").0, 200);
+}
+
+/// A wrong token in a header is refused before the body is read.
+#[test]
+fn a_wrong_header_token_is_refused_before_the_body() {
+    let (_clock, fg) = engine();
+    let agent = builder(&fg).token("s3cret-token").start().unwrap();
+    let addr = agent.local_addr();
+    // Announces a body it never sends: the answer comes all the same.
+    let request = format!(
+        "POST /setRules HTTP/1.1\r\nHost: {addr}\r\nX-Floodgate-Token: wrong-token\r\n\
+         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100000\r\n\r\ntype=flow"
+    );
+    assert_eq!(raw(addr, request.as_bytes()).0, 401);
+}
+
+/// Half-sent requests and idle connections neither hold a stop (each connection is closed after a
+/// short grace) nor take more than the connection limit.
+#[test]
+fn half_sent_requests_do_not_hold_the_agent() {
+    use std::io::Write;
+    let (_clock, fg) = engine();
+    let agent = builder(&fg).start().unwrap();
+    let addr = agent.local_addr();
+    let mut held = Vec::new();
+    for _ in 0..70 {
+        let mut stream = std::net::TcpStream::connect(addr).unwrap();
+        stream
+            .write_all(b"GET /version HTTP/1.1\r\nHost: x\r\n")
+            .unwrap();
+        held.push(stream);
+    }
+    // Past the limit a new connection is closed at once, and nothing is answered on it.
+    let (status, _) = raw(addr, b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(status, 0, "closed: 64 connections are open");
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        agent.shutdown();
+        let _ = done.send(());
+    });
+    assert!(
+        finished.recv_timeout(Duration::from_secs(60)).is_ok(),
+        "the stop did not wait for the half-sent requests"
+    );
+    drop(held);
 }

@@ -85,7 +85,7 @@ async fn failover_override_ip_and_token() {
         .dashboard(dead_port().to_string())
         .dashboard(format!("http://{dash}"))
         .heartbeat_ip("10.9.8.7")
-        .token("tok")
+        .token("heartbeat-token")
         .heartbeat_interval(Duration::from_millis(100))
         .start()
         .unwrap();
@@ -95,8 +95,8 @@ async fn failover_override_ip_and_token() {
     );
     let (form, token) = received.lock().unwrap()[0].clone();
     assert_eq!(form["ip"], "10.9.8.7");
-    assert_eq!(form["token"], "tok");
-    assert_eq!(token.as_deref(), Some("tok"));
+    assert_eq!(form["token"], "heartbeat-token");
+    assert_eq!(token.as_deref(), Some("heartbeat-token"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

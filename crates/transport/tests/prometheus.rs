@@ -429,7 +429,7 @@ fn labels_stay_within_the_resource_cap() {
 fn the_token_applies_and_a_port_of_its_own_serves_only_metrics() {
     let (clock, fg) = engine();
     let agent = builder(&fg)
-        .token("s3cret")
+        .token("s3cret-token")
         .prometheus_port(0)
         .start()
         .unwrap();
@@ -441,7 +441,7 @@ fn the_token_applies_and_a_port_of_its_own_serves_only_metrics() {
     assert_ne!(prometheus, agent.local_addr());
     for addr in [agent.local_addr(), prometheus] {
         assert_eq!(scrape(addr, "").0, 401, "the token is required");
-        let (status, content_type, body) = scrape(addr, "Authorization: Bearer s3cret\r\n");
+        let (status, content_type, body) = scrape(addr, "Authorization: Bearer s3cret-token\r\n");
         assert_eq!(status, 200);
         assert_eq!(content_type, "text/plain; version=0.0.4; charset=utf-8");
         let samples = parse_exposition(&body);
@@ -454,9 +454,9 @@ fn the_token_applies_and_a_port_of_its_own_serves_only_metrics() {
             Some(1.0)
         );
     }
-    let (status, _) = get(prometheus, "version?token=s3cret");
+    let (status, _) = get(prometheus, "version?token=s3cret-token");
     assert_eq!(status, 404, "only /metrics on the Prometheus port");
-    let (status, _) = get(agent.local_addr(), "version?token=s3cret");
+    let (status, _) = get(agent.local_addr(), "version?token=s3cret-token");
     assert_eq!(status, 200);
 }
 

@@ -15,6 +15,7 @@ mod rules;
 pub use info::SENTINEL_VERSION;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, to_bytes};
@@ -72,18 +73,31 @@ fn typed(status: StatusCode, content_type: &'static str, body: String) -> Respon
     (status, [(header::CONTENT_TYPE, content_type)], body).into_response()
 }
 
+/// The most parameters a request may carry (Sentinel's commands take a handful).
+const MAX_PARAMS: usize = 64;
+
+/// How long a client may take to send a request body.
+const BODY_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// The decoded parameters of one request.
 #[derive(Debug, Default)]
 pub(crate) struct Params(Vec<(String, String)>);
 
 impl Params {
-    fn extend_from_form(&mut self, form: &[u8]) {
+    /// Adds the pairs of `form`; `false` (and nothing past it kept) if that makes more than
+    /// [`MAX_PARAMS`].
+    fn extend_from_form(&mut self, form: &[u8]) -> bool {
         for (k, v) in form_urlencoded::parse(form) {
             let key = k.trim();
-            if !key.is_empty() {
-                self.0.push((key.to_owned(), v.trim().to_owned()));
+            if key.is_empty() {
+                continue;
             }
+            if self.0.len() == MAX_PARAMS {
+                return false;
+            }
+            self.0.push((key.to_owned(), v.trim().to_owned()));
         }
+        true
     }
 
     /// The last value of `key`.
@@ -197,11 +211,9 @@ fn token_matches(expected: &str, given: &str) -> bool {
     diff == 0
 }
 
-fn authorized(state: &CommandState, headers: &HeaderMap, params: &Params) -> bool {
-    let Some(expected) = &state.token else {
-        return true;
-    };
-    let header_token = headers
+/// The token a request carries in a header, if any.
+fn header_token(headers: &HeaderMap) -> Option<&str> {
+    headers
         .get("x-floodgate-token")
         .and_then(|v| v.to_str().ok())
         .or_else(|| {
@@ -209,10 +221,30 @@ fn authorized(state: &CommandState, headers: &HeaderMap, params: &Params) -> boo
                 .get(header::AUTHORIZATION)
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.strip_prefix("Bearer "))
-        });
-    header_token
+        })
+}
+
+fn authorized(state: &CommandState, headers: &HeaderMap, params: &Params) -> bool {
+    let Some(expected) = &state.token else {
+        return true;
+    };
+    header_token(headers)
         .or_else(|| params.get("token"))
         .is_some_and(|given| token_matches(expected, given))
+}
+
+fn unauthorized() -> Response {
+    text(
+        StatusCode::UNAUTHORIZED,
+        "a valid token is required".to_owned(),
+    )
+}
+
+fn too_many_params() -> Response {
+    text(
+        StatusCode::BAD_REQUEST,
+        format!("at most {MAX_PARAMS} parameters are accepted"),
+    )
 }
 
 async fn handle(
@@ -225,7 +257,9 @@ async fn handle(
     let command = uri.path().trim_start_matches('/').to_owned();
     let mut params = Params::default();
     if let Some(query) = uri.query() {
-        params.extend_from_form(query.as_bytes());
+        if !params.extend_from_form(query.as_bytes()) {
+            return too_many_params();
+        }
     }
     if method == Method::POST {
         let content_type = headers
@@ -241,12 +275,27 @@ async fn handle(
                 "only application/x-www-form-urlencoded bodies are accepted".to_owned(),
             );
         }
-        match to_bytes(body, state.max_body_bytes).await {
-            Ok(bytes) => params.extend_from_form(&bytes),
-            Err(_) => {
+        // A token in a header is checked before the body is read: without the right one, a client
+        // cannot make the agent read and parse a body.
+        if header_token(&headers).is_some() && !authorized(&state, &headers, &Params::default()) {
+            return unauthorized();
+        }
+        match tokio::time::timeout(BODY_TIMEOUT, to_bytes(body, state.max_body_bytes)).await {
+            Ok(Ok(bytes)) => {
+                if !params.extend_from_form(&bytes) {
+                    return too_many_params();
+                }
+            }
+            Ok(Err(_)) => {
                 return text(
                     StatusCode::PAYLOAD_TOO_LARGE,
                     format!("request body over {} bytes", state.max_body_bytes),
+                );
+            }
+            Err(_) => {
+                return text(
+                    StatusCode::REQUEST_TIMEOUT,
+                    format!("the request body took over {} s", BODY_TIMEOUT.as_secs()),
                 );
             }
         }
@@ -254,10 +303,7 @@ async fn handle(
         return text(StatusCode::METHOD_NOT_ALLOWED, "use GET or POST".to_owned());
     }
     if !authorized(&state, &headers, &params) {
-        return text(
-            StatusCode::UNAUTHORIZED,
-            "a valid token is required".to_owned(),
-        );
+        return unauthorized();
     }
     match run(&state, &command, &params).await {
         Ok(body) => typed(StatusCode::OK, content_type(&command), body),
