@@ -679,3 +679,54 @@ fn an_entry_whose_queueing_sleep_panics_still_exits() {
     assert_eq!(node.cur_thread_num(), 0, "the panicked entry exited");
     assert_eq!(node.total_success(), 2);
 }
+
+/// Two pacing rules on one resource: each reserves a slot measured from the same instant, so an entry
+/// waits for the later of the two, as with one rule (the sum overshot both, and the queue bound).
+#[test]
+fn waits_from_several_rules_are_not_added() {
+    let pacing = r#"{"resource":"r","count":10,"controlBehavior":2,"maxQueueingTimeMs":500}"#;
+    let waits = |rules: &str| {
+        let (_clock, fg) = engine();
+        load(&fg, rules);
+        (0..8)
+            .map(|_| {
+                fg.entry("r")
+                    .enter_owned()
+                    .map(|e| e.waited().as_millis())
+                    .ok()
+            })
+            .collect::<Vec<_>>()
+    };
+    let one = waits(&format!("[{pacing}]"));
+    assert_eq!(one[..3], [Some(0), Some(100), Some(200)]);
+    assert_eq!(waits(&format!("[{pacing},{pacing}]")), one);
+}
+
+#[test]
+fn an_unbalanced_regex_cannot_escape_the_whole_name_anchoring() {
+    let (_clock, fg) = engine();
+    let err = fg
+        .load_rules_json(
+            RuleType::Flow,
+            r#"[{"resource":"a)|(?:b","count":0,"regex":true}]"#,
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("`resource`"), "{err}");
+    assert!(fg.entry("a-anything").enter().is_ok());
+}
+
+/// A warm-up rule under one request a second admits at its rate (it admitted nothing, ever).
+#[test]
+fn a_fractional_warm_up_rule_paces_at_its_rate() {
+    let (clock, fg) = engine();
+    load(
+        &fg,
+        r#"[{"resource":"r","count":0.5,"controlBehavior":1,"warmUpPeriodSec":10}]"#,
+    );
+    let mut passed = 0;
+    for _ in 0..600 {
+        passed += burst(&fg, "r", 1);
+        clock.advance(Duration::from_millis(100));
+    }
+    assert_eq!(passed, 30, "one every 2 s over 60 s");
+}

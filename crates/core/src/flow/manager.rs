@@ -41,6 +41,11 @@ impl Controller {
                     Controller::Reject(RejectController::new(rule.count))
                 }
             }
+            // Below one a second there is no rate to warm up to in whole requests: the warm-up
+            // controller would never admit one (Sentinel's neither). Paced at the rule's rate.
+            (FlowGrade::Qps, ControlBehavior::WarmUp) if rule.count > 0.0 && rule.count < 1.0 => {
+                Controller::Sparse(ThrottlingController::new(rule.count, Duration::ZERO))
+            }
             (FlowGrade::Qps, ControlBehavior::WarmUp) => Controller::WarmUp(WarmUpController::new(
                 rule.count,
                 rule.warm_up_period_sec,

@@ -10,13 +10,17 @@ use super::RuleError;
 /// A regex rule's `resource`, compiled to match whole resource names (Java's `Matcher.matches()`, which
 /// Sentinel uses), not any substring.
 pub(crate) fn whole_name_regex(index: usize, resource: &str) -> Result<Regex, RuleError> {
-    Regex::new(&format!("^(?:{resource})$")).map_err(|e| {
+    let invalid = |e: regex::Error| {
         RuleError::invalid(
             index,
             "resource",
             format!("is not a valid regular expression: {e}"),
         )
-    })
+    };
+    // The pattern alone first: wrapped unchecked, an unbalanced one (`a)|(?:b`) would close the
+    // anchoring group itself and match a prefix instead of the whole name.
+    Regex::new(resource).map_err(invalid)?;
+    Regex::new(&format!("^(?:{resource})$")).map_err(invalid)
 }
 
 /// The states for the `new` rule list: each rule equal to one in force (`same`) takes that rule's state,

@@ -265,9 +265,12 @@ impl SlotContext<'_> {
         })
     }
 
-    /// Asks the entry to wait `wait` before proceeding (queueing); waits from several slots add up.
+    /// Asks the entry to wait `wait` before proceeding (queueing). Every slot measures its wait from the
+    /// same instant (the entry's), so the entry waits for the longest one asked: each reserved its slot
+    /// at that distance from now, and waiting their sum would overshoot every reservation (and the
+    /// queueing bounds the slots checked).
     pub fn add_wait(&mut self, wait: Duration) {
-        self.wait = self.wait.saturating_add(wait);
+        self.wait = self.wait.max(wait);
     }
 
     /// Keeps `attachment` with the entry; [`ExitContext::attachments`] returns it at exit. Attach only in
