@@ -173,9 +173,8 @@ impl MetricLog {
                 continue;
             }
             if second > current.last_second {
-                current
-                    .index
-                    .write_all(&(line.timestamp as i64).to_be_bytes())?;
+                // The second, not the millisecond (Sentinel's readers seek by `beginMs / 1000`).
+                current.index.write_all(&(second as i64).to_be_bytes())?;
                 current
                     .index
                     .write_all(&(current.size as i64).to_be_bytes())?;

@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use floodgate_core::{Floodgate, RuleType};
@@ -17,11 +18,18 @@ use notify::{Event, RecommendedWatcher, RecursiveMode, Watcher};
 
 use crate::config::RuleTypeKey;
 
+/// Tells apart the temporary files of concurrent writes in one process.
+static TEMP_SUFFIX: AtomicU64 = AtomicU64::new(0);
+
 /// The rule files of an agent.
 #[derive(Debug, Default)]
 pub struct RuleFiles {
     files: BTreeMap<RuleTypeKey, PathBuf>,
     errors: Mutex<BTreeMap<RuleTypeKey, String>>,
+    /// Held while rules move between the engine and a file (a reload by the watcher, or a push
+    /// loaded and written): a reload must not land between a push's load and its write, or the file
+    /// and the engine would end with the rules before the push.
+    sync: Mutex<()>,
 }
 
 impl RuleFiles {
@@ -30,6 +38,7 @@ impl RuleFiles {
         RuleFiles {
             files,
             errors: Mutex::default(),
+            sync: Mutex::default(),
         }
     }
 
@@ -52,6 +61,7 @@ impl RuleFiles {
         let Some(path) = self.path(t) else {
             return Ok(());
         };
+        let _sync = self.sync.lock().unwrap_or_else(|e| e.into_inner());
         let result = match std::fs::read_to_string(path) {
             // An empty file is a write in progress (truncate, then write), not "no rules": write `[]`
             // to clear a type.
@@ -80,8 +90,27 @@ impl RuleFiles {
         }
     }
 
+    /// Loads `json` (rules of `t`) into `fg` and writes the rules then in force to the file of `t`, with
+    /// no reload from the file in between. A rejected list changes nothing; `Ok(Err(_))`: loaded, but
+    /// the file could not be written.
+    pub fn load_and_write(
+        &self,
+        fg: &Floodgate,
+        t: RuleType,
+        json: &str,
+    ) -> Result<std::io::Result<()>, floodgate_core::RuleError> {
+        let _sync = self.sync.lock().unwrap_or_else(|e| e.into_inner());
+        fg.load_rules_json(t, json)?;
+        Ok(self.write_unsynced(t, &fg.rules_json(t)))
+    }
+
     /// Writes `json` (the rules of `t`) to its file, atomically; nothing to do without a file.
     pub fn write(&self, t: RuleType, json: &str) -> std::io::Result<()> {
+        let _sync = self.sync.lock().unwrap_or_else(|e| e.into_inner());
+        self.write_unsynced(t, json)
+    }
+
+    fn write_unsynced(&self, t: RuleType, json: &str) -> std::io::Result<()> {
         let Some(path) = self.path(t) else {
             return Ok(());
         };
@@ -93,19 +122,43 @@ impl RuleFiles {
             .filter(|d| !d.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir)?;
-        let tmp = dir.join(format!(
-            ".{}.{}.tmp",
-            path.file_name()
-                .map_or("rules".into(), |n| n.to_string_lossy()),
-            std::process::id()
-        ));
-        {
-            let mut file = std::fs::File::create(&tmp)?;
-            file.write_all(pretty.as_bytes())?;
-            file.write_all(b"\n")?;
-            file.sync_all()?;
+        let name = path
+            .file_name()
+            .map_or("rules".into(), |n| n.to_string_lossy());
+        // A new file of a name no one else uses: `create_new` never follows a link planted under the
+        // name, nor truncates someone else's file.
+        let (tmp, mut file) = (0..16)
+            .find_map(|attempt| {
+                let tmp = dir.join(format!(
+                    ".{name}.{}.{}.tmp",
+                    std::process::id(),
+                    TEMP_SUFFIX.fetch_add(1, Ordering::Relaxed) + attempt
+                ));
+                let file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&tmp);
+                match file {
+                    Ok(file) => Some(Ok((tmp, file))),
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => None,
+                    Err(e) => Some(Err(e)),
+                }
+            })
+            .unwrap_or_else(|| Err(std::io::Error::other("no free temporary file name")))?;
+        let written = file
+            .write_all(pretty.as_bytes())
+            .and_then(|()| file.write_all(b"\n"))
+            .and_then(|()| file.sync_all())
+            .and_then(|()| std::fs::rename(&tmp, path));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
         }
-        std::fs::rename(&tmp, path)
+        // The rename itself survives a crash only once the directory is on disk.
+        if let Ok(dir) = std::fs::File::open(dir) {
+            let _ = dir.sync_all();
+        }
+        Ok(())
     }
 
     /// Watches the files and reloads a type whenever its file changes.

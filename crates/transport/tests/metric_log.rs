@@ -52,7 +52,11 @@ fn fat_lines_and_the_index() {
     assert_eq!(index.len(), 32, "two seconds × (i64, i64)");
     let second = i64::from_be_bytes(index[16..24].try_into().unwrap());
     let offset = i64::from_be_bytes(index[24..32].try_into().unwrap());
-    assert_eq!(second as u64, T0 + 1000);
+    assert_eq!(
+        second as u64,
+        (T0 + 1000) / 1000,
+        "seconds, as Sentinel writes them"
+    );
     assert!(
         data[offset as usize..].starts_with("1700000001000|"),
         "the offset of the second's first line"

@@ -137,3 +137,35 @@ fn a_failed_write_is_a_partial_success() {
     assert_eq!(fg.flow_rules().len(), 1, "loaded even though not persisted");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A link planted where the temporary file of a write could go is never followed: the file it points
+/// to stays as it was, and no temporary file is left behind.
+#[cfg(unix)]
+#[test]
+fn a_write_never_follows_a_planted_link() {
+    use floodgate_transport::RuleFiles;
+    let dir = temp_dir("planted");
+    let victim = dir.join("victim");
+    std::fs::write(&victim, "untouched").unwrap();
+    let pid = std::process::id();
+    let names = (0..256).map(|k| format!(".flow.json.{pid}.{k}.tmp"));
+    // The name writes used before (the process id alone) too.
+    for name in names.chain([format!(".flow.json.{pid}.tmp")]) {
+        std::os::unix::fs::symlink(&victim, dir.join(name)).unwrap();
+    }
+    let files = RuleFiles::new([(RuleType::Flow.into(), dir.join("flow.json"))].into());
+    let written = files.write(RuleType::Flow, r#"[{"resource":"R","count":1}]"#);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched");
+    if written.is_ok() {
+        let saved = std::fs::read_to_string(dir.join("flow.json")).unwrap();
+        assert!(saved.contains("\"R\""), "{saved}");
+    }
+    let stray = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().is_file() && !e.file_type().unwrap().is_symlink())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .count();
+    assert_eq!(stray, 0, "no temporary file left");
+    let _ = std::fs::remove_dir_all(&dir);
+}

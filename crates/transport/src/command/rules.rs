@@ -27,11 +27,11 @@ pub(crate) fn get_rules(state: &CommandState, params: &Params) -> Result<String,
 }
 
 fn load(state: &CommandState, t: RuleType, data: &str) -> Result<String, CommandError> {
-    state
-        .fg
-        .load_rules_json(t, data)
+    let written = state
+        .rule_files
+        .load_and_write(&state.fg, t, data)
         .map_err(|e| CommandError::bad_request(e.to_string()))?;
-    match state.rule_files.write(t, &state.fg.rules_json(t)) {
+    match written {
         Ok(()) => Ok("success".to_owned()),
         Err(e) => {
             tracing::warn!(rule_type = %t, error = %e, "rules loaded but not written to their file");
