@@ -162,15 +162,32 @@ impl MetricStore {
 
     /// The lines with `start ≤ timestamp ≤ end` (ms), in time order.
     pub fn between(&self, start: u64, end: u64) -> Vec<MetricLine> {
+        let mut lines = Vec::new();
+        self.for_each_between(start, end, |line| {
+            lines.push(line.clone());
+            true
+        });
+        lines
+    }
+
+    /// Calls `f` on the lines with `start ≤ timestamp ≤ end` (ms), in time order, until it returns
+    /// `false`. Nothing is copied; the store is locked meanwhile, and the seconds before `start` are
+    /// skipped by a binary search, so a query costs what it returns, not what is kept.
+    pub fn for_each_between(&self, start: u64, end: u64, mut f: impl FnMut(&MetricLine) -> bool) {
         let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        state
+        let first = state
             .seconds
-            .iter()
-            .filter(|(s, _)| s * 1000 >= start.saturating_sub(999) && s * 1000 <= end)
-            .flat_map(|(_, lines)| lines.iter())
-            .filter(|l| l.timestamp >= start && l.timestamp <= end)
-            .cloned()
-            .collect()
+            .partition_point(|(s, _)| s.saturating_mul(1000).saturating_add(999) < start);
+        for (second, lines) in state.seconds.range(first..) {
+            if second.saturating_mul(1000) > end {
+                return;
+            }
+            for line in lines {
+                if line.timestamp >= start && line.timestamp <= end && !f(line) {
+                    return;
+                }
+            }
+        }
     }
 }
 
@@ -204,6 +221,13 @@ mod tests {
             1,
             "exactly one second"
         );
+        // A visit stops when asked, and starts at its first second.
+        let mut seen = Vec::new();
+        store.for_each_between(1_700_000_007_500, u64::MAX, |line| {
+            seen.push(line.timestamp);
+            seen.len() < 2
+        });
+        assert_eq!(seen, [1_700_000_008_000, 1_700_000_009_000]);
     }
 
     #[test]

@@ -6,8 +6,8 @@
 //!
 //! served from the agent's in-memory store (the last 5 minutes by default). `startTime` is required (an
 //! empty answer without it, as in Sentinel); with `endTime` the lines of `[startTime, endTime]` are returned,
-//! optionally only those of `identity`; without it, lines from `startTime` on up to `maxLines` (default
-//! 6000, at most 12000), finishing the last second. Without `identity`, two lines for the current second
+//! optionally only those of `identity`, at most 100,000 (Sentinel's cap on a range query); without it,
+//! lines from `startTime` on up to `maxLines` (default 6000, at most 12000), finishing the last second. Without `identity`, two lines for the current second
 //! follow as in Sentinel: `__system_load__` and `__cpu_usage__` with the reading × 10000 as pass QPS
 //! (omitted while the probe's reading is unavailable).
 
@@ -18,6 +18,8 @@ use crate::metric_store::thin_line;
 
 const DEFAULT_MAX_LINES: usize = 6000;
 const MAX_LINES: usize = 12000;
+/// The most lines a range query (`endTime`) returns.
+const MAX_RANGE_LINES: usize = 100_000;
 
 pub(crate) fn metric(state: &CommandState, params: &Params) -> String {
     let Some(start) = params.get("startTime").and_then(|s| s.parse::<u64>().ok()) else {
@@ -28,12 +30,15 @@ pub(crate) fn metric(state: &CommandState, params: &Params) -> String {
     match end {
         Some(end) => {
             let identity = params.non_blank("identity");
-            for line in state.metrics.between(start, end) {
+            let mut count = 0;
+            state.metrics.for_each_between(start, end, |line| {
                 if identity.is_none_or(|id| *line.resource == *id) {
-                    out.push_str(&thin_line(&line));
+                    out.push_str(&thin_line(line));
                     out.push('\n');
+                    count += 1;
                 }
-            }
+                count < MAX_RANGE_LINES
+            });
         }
         None => {
             let max = params
@@ -42,15 +47,16 @@ pub(crate) fn metric(state: &CommandState, params: &Params) -> String {
                 .unwrap_or(DEFAULT_MAX_LINES)
                 .min(MAX_LINES);
             let (mut count, mut last_second) = (0, None);
-            for line in state.metrics.between(start, u64::MAX) {
+            state.metrics.for_each_between(start, u64::MAX, |line| {
                 if count >= max && last_second != Some(line.timestamp) {
-                    break;
+                    return false;
                 }
                 last_second = Some(line.timestamp);
                 count += 1;
-                out.push_str(&thin_line(&line));
+                out.push_str(&thin_line(line));
                 out.push('\n');
-            }
+                true
+            });
         }
     }
     if params.non_blank("identity").is_none() {
