@@ -24,9 +24,11 @@
 //!   released with nothing reported and `retryAt` unchanged, so the next call may probe at once.
 //! * **HALF_OPEN**: every other call is blocked. The probe's completion decides: a good call closes the
 //!   breaker and forgets the window; a bad one reopens it with a new `retryAt`. A probe that never
-//!   completes (its entry leaked) cannot hold the breaker for ever: `timeWindow` after the probe started,
-//!   the next call counts it as failed and reopens the breaker (and an entry that is dropped exits, so
-//!   a dropped probe completes normally).
+//!   completes (its entry leaked) cannot hold the breaker for ever: `timeWindow` after the probe started
+//!   (or a slow-ratio rule's maximum RT, if longer), the next call counts it as failed and reopens the
+//!   breaker (and an entry that is dropped exits, so a dropped probe completes normally). Should that
+//!   probe complete after all, successfully, and no newer probe have started, it closes the breaker:
+//!   calls slower than the timeout would otherwise keep it open for good under steady traffic.
 //!
 //! The whole state is one `AtomicU64` (phase, a probe generation, and the time that matters in the
 //! phase: `retryAt` when open, the probe's deadline when reserved or half-open), and every transition is
@@ -165,6 +167,9 @@ pub(crate) struct Breaker {
     bucket: Bucket,
     test: Test,
     recovery_ms: u64,
+    /// How long a probe may run before the next call counts it as failed: the recovery timeout, or a
+    /// slow-ratio rule's maximum RT if that is longer (a probe that is not slow is not failed).
+    probe_timeout_ms: u64,
     min_request: u32,
     pub(crate) rule: Arc<DegradeRule>,
     pub(crate) resource: Arc<str>,
@@ -185,11 +190,17 @@ impl Breaker {
             DegradeGrade::ErrorRatio => Test::ErrorRatio(ErrorRatio::new(rule.count)),
             DegradeGrade::ErrorCount => Test::ErrorCount(ErrorCount::new(rule.count)),
         };
+        let probe_timeout_ms = match rule.grade {
+            // `as` saturates: a huge maximum RT means a probe is never timed out early.
+            DegradeGrade::SlowRequestRatio => rule.recovery_ms().max(rule.count.ceil() as u64),
+            DegradeGrade::ErrorRatio | DegradeGrade::ErrorCount => rule.recovery_ms(),
+        };
         Breaker {
             word: AtomicU64::new(Word::CLOSED.pack()),
             bucket: Bucket::new(rule.stat_interval_ms),
             test,
             recovery_ms: rule.recovery_ms(),
+            probe_timeout_ms,
             min_request: rule.min_request_amount,
             rule,
             resource,
@@ -251,7 +262,7 @@ impl Breaker {
                     let reserved = Word {
                         phase: Phase::Reserved,
                         generation: w.generation.wrapping_add(1),
-                        time: now.saturating_add(self.recovery_ms),
+                        time: now.saturating_add(self.probe_timeout_ms),
                     };
                     if self.cas(raw, reserved) {
                         return Admission::Probe(ProbeToken {
@@ -326,7 +337,7 @@ impl Breaker {
             // Reserved: the probe is being admitted; its retry time had come when it was reserved.
             Phase::Reserved => (
                 BreakerState::Open,
-                Some(w.time.saturating_sub(self.recovery_ms)),
+                Some(w.time.saturating_sub(self.probe_timeout_ms)),
             ),
             Phase::HalfOpen => (BreakerState::HalfOpen, Some(w.time)),
         };
@@ -386,6 +397,19 @@ impl ProbeToken {
         } else if b.cas(half.pack(), half.with(Phase::Closed, 0)) {
             b.bucket.reset();
             b.notify(BreakerState::HalfOpen, BreakerState::Closed, None, now);
+        } else {
+            // The probe outlived its timeout (the next call reopened the breaker) but succeeded.
+            // Unless a newer probe was reserved since (a new generation), it still shows the resource
+            // healthy: otherwise calls slower than the timeout, under steady traffic, would reopen
+            // the breaker probe after probe, for good.
+            let (raw, w) = b.load();
+            if w.phase == Phase::Open
+                && w.generation == half.generation
+                && b.cas(raw, w.with(Phase::Closed, 0))
+            {
+                b.bucket.reset();
+                b.notify(BreakerState::Open, BreakerState::Closed, None, now);
+            }
         }
     }
 }
@@ -400,7 +424,7 @@ impl Drop for ProbeToken {
             b.cas(current, reserved.with(Phase::Open, self.retry_before));
         } else if current == self.half_open().pack() {
             // Admitted but never completed (no exit reached the breaker): a failed probe.
-            let started = reserved.time.saturating_sub(b.recovery_ms);
+            let started = reserved.time.saturating_sub(b.probe_timeout_ms);
             if b.cas(current, reserved.with(Phase::Open, reserved.time)) {
                 b.notify(
                     BreakerState::HalfOpen,
@@ -513,11 +537,54 @@ mod tests {
         assert!(matches!(b.try_pass(21_000), Admission::Block));
         assert_eq!(b.state(), BreakerState::Open);
         assert_eq!(b.status(21_000).retry_at_ms, Some(31_000));
-        // The stale probe's late completion changes nothing.
-        probe.complete(1, false, 25_000);
-        drop(probe);
+        // The late probe's failure changes nothing; a newer probe makes its success change nothing.
+        probe.complete(1, true, 25_000);
         assert_eq!(b.state(), BreakerState::Open);
-        assert!(matches!(b.try_pass(31_000), Admission::Probe(_)));
+        let Admission::Probe(newer) = b.try_pass(31_000) else {
+            panic!("a newer probe");
+        };
+        probe.complete(1, false, 31_500);
+        drop(probe);
+        assert_eq!(b.state(), BreakerState::Open, "the newer probe decides");
+        newer.commit(31_000);
+        newer.complete(1, false, 32_000);
+        assert_eq!(b.state(), BreakerState::Closed);
+    }
+
+    /// Calls slower than the recovery timeout, under steady traffic: each probe times out, yet its late
+    /// success closes the breaker (before the next probe starts).
+    #[test]
+    fn a_slow_but_healthy_probe_closes_the_breaker() {
+        let b = errors(1);
+        b.on_complete(1, true, 1000);
+        let Admission::Probe(probe) = b.try_pass(11_000) else {
+            panic!("probe");
+        };
+        probe.commit(11_000);
+        assert!(matches!(b.try_pass(21_000), Admission::Block), "timed out");
+        assert_eq!(b.state(), BreakerState::Open);
+        probe.complete(15_000, false, 26_000);
+        assert_eq!(b.state(), BreakerState::Closed);
+        assert!(matches!(b.try_pass(26_100), Admission::Pass));
+    }
+
+    /// A slow-ratio probe may run up to the rule's maximum RT before it is counted as failed.
+    #[test]
+    fn a_slow_ratio_probe_has_at_least_the_maximum_rt() {
+        let rule = DegradeRule::slow_ratio("R", 30_000.0, 0.5)
+            .time_window(10)
+            .min_request_amount(1);
+        let b = breaker(rule);
+        b.on_complete(40_000, false, 1000);
+        assert_eq!(b.state(), BreakerState::Open);
+        let Admission::Probe(probe) = b.try_pass(11_000) else {
+            panic!("probe");
+        };
+        probe.commit(11_000);
+        assert!(matches!(b.try_pass(40_999), Admission::Block));
+        assert_eq!(b.state(), BreakerState::HalfOpen, "30 s of maximum RT");
+        probe.complete(29_000, false, 40_000);
+        assert_eq!(b.state(), BreakerState::Closed);
     }
 
     #[test]
