@@ -286,6 +286,16 @@ impl AgentBuilder {
                 reason: "must be more than zero and at most a day",
             });
         }
+        if c.dashboards
+            .iter()
+            .any(|d| d.trim().to_ascii_lowercase().starts_with("https://"))
+        {
+            // The heartbeat client speaks plain HTTP: every heartbeat would fail, quietly.
+            return Err(AgentError::Invalid {
+                field: "dashboards",
+                reason: "https:// dashboards are not supported (heartbeats are sent over plain HTTP)",
+            });
+        }
         if !c.bind_addr.is_loopback() && c.token.is_none() {
             return Err(AgentError::InsecureBind(c.bind_addr));
         }

@@ -172,7 +172,11 @@ impl AgentConfig {
             }
         }
         if let Some((n, v)) = lookup(get, &["FLOODGATE_APP_TYPE", "csp.sentinel.app.type"]) {
-            c.app_type = parse(n, v, "expected 0 or 1")?;
+            c.app_type = parse(
+                n,
+                v,
+                "expected a number from 0 to 255 (0: common, 1: gateway)",
+            )?;
         }
         if let Some((_, v)) = lookup(
             get,

@@ -66,7 +66,9 @@ impl MetricLog {
         std::fs::create_dir_all(dir)?;
         Ok(MetricLog {
             dir: dir.to_path_buf(),
-            base: format!("{}-metrics.log", app.replace('.', "-")),
+            // Only the app name's own characters: a name with a path separator must not put the
+            // files anywhere but `dir`.
+            base: format!("{}-metrics.log", app.replace(['.', '/', '\\', ':'], "-")),
             single_file_bytes: SINGLE_FILE_BYTES,
             total_files: TOTAL_FILES,
             state: Mutex::new(None),

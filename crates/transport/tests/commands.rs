@@ -565,3 +565,13 @@ fn half_sent_requests_do_not_hold_the_agent() {
     );
     drop(held);
 }
+
+#[test]
+fn https_dashboards_are_refused() {
+    let (_clock, fg) = engine();
+    let err = builder(&fg)
+        .dashboard("https://dash.example:8080")
+        .start()
+        .unwrap_err();
+    assert!(err.to_string().contains("https://"), "{err}");
+}

@@ -92,3 +92,23 @@ fn files_roll_by_size_and_day_and_keep_the_newest() {
     assert!(last.ends_with("app-metrics.log.2023-11-15"), "{last:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The app name comes from configuration: a path in it must not put the files outside the directory.
+#[test]
+fn an_app_name_with_a_path_stays_in_the_directory() {
+    let dir = temp_dir("escape");
+    let log = MetricLog::new(&dir, "../../evil/app").unwrap();
+    log.append(&[line(T0, "R", 1)]).unwrap();
+    let files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        files
+            .iter()
+            .any(|f| f.starts_with("------evil-app-metrics.log")),
+        "{files:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
