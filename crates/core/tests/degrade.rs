@@ -1090,3 +1090,22 @@ fn every_validation_error_names_the_rule_and_field_and_changes_nothing() {
         "every rejected list left the rules in force"
     );
 }
+
+/// A breaker window of 1 ms idle for 2³¹ windows (≈ 24.9 days): its cells' tags wrap around the 32-bit
+/// circle. The errors after the pause still count (they were dropped as stale, for as long again).
+#[test]
+fn a_breaker_still_counts_after_its_window_tags_wrap() {
+    let (clock, fg) = engine();
+    fg.load_degrade_rules([DegradeRule::error_count("R", 2.0)
+        .time_window(10)
+        .min_request_amount(1)
+        .stat_interval_ms(1)])
+        .unwrap();
+    assert!(call(&clock, &fg, "R", 0));
+    clock.advance(ms((1u64 << 31) + 5));
+    for _ in 0..3 {
+        let entry = fg.entry("R").enter().unwrap();
+        entry.trace(&Boom);
+    }
+    assert_eq!(states(&fg, "R"), [BreakerState::Open]);
+}

@@ -39,10 +39,18 @@ pub(crate) const fn unpack(cell: u64) -> Option<(u32, u32)> {
     }
 }
 
-/// Whether tag `a` is newer than tag `b`, comparing on the 32-bit circle.
+/// How far ahead of a writer's window a cell's tag may be and still be a newer window (a stale writer,
+/// a clock stepped back). A tag farther ahead on the 32-bit circle is a window so old that the circle
+/// wrapped: the cell sat idle for about 2³¹ windows (25 days of 1 ms windows), and it is recycled like
+/// any finished window. (Read as newer, it made every write stale and every read 0 for as long again.)
+pub(crate) const MAX_LEAD: u32 = 1 << 20;
+
+/// Whether tag `a` is a newer window than tag `b`: ahead of it on the 32-bit circle by at most
+/// [`MAX_LEAD`].
 #[inline]
 pub(crate) const fn is_newer(a: u32, b: u32) -> bool {
-    (a.wrapping_sub(b) as i32) > 0
+    let ahead = a.wrapping_sub(b);
+    ahead != 0 && ahead <= MAX_LEAD
 }
 
 /// What a tagged write did.
@@ -105,7 +113,7 @@ pub(crate) fn take_older(cell: &AtomicU64, current: u32) -> Option<(u32, u32)> {
     let mut packed = cell.load(Ordering::Relaxed);
     loop {
         let (tag, value) = unpack(packed)?;
-        if !is_newer(current, tag) {
+        if tag == current || is_newer(tag, current) {
             return None;
         }
         match cell.compare_exchange_weak(packed, 0, Ordering::AcqRel, Ordering::Relaxed) {
@@ -170,6 +178,29 @@ mod tests {
         assert!(!is_newer(u32::MAX, 1));
         let cell = AtomicU64::new(pack(u32::MAX, 4));
         assert!(matches!(add(&cell, 0, 1), AddOutcome::Recycled { .. }));
+    }
+
+    /// A cell idle for half the circle: its tag looks ahead of the writer's, but far too far to be a
+    /// newer window. It is recycled, not taken for newer (which dropped every write).
+    #[test]
+    fn a_cell_idle_for_half_the_circle_is_recycled() {
+        let old = 5u32;
+        let now = old.wrapping_add((1 << 31) + 7);
+        assert!(!is_newer(old, now), "far ahead is not newer");
+        let cell = AtomicU64::new(pack(old, 3));
+        assert_eq!(
+            add(&cell, now, 1),
+            AddOutcome::Recycled {
+                old_tag: old,
+                old_value: 3
+            }
+        );
+        assert_eq!(read(&cell, now), Some(1));
+        let cell = AtomicU64::new(pack(old, 3));
+        assert_eq!(take_older(&cell, now), Some((old, 3)));
+        // A window just ahead is still newer: a stale writer does not touch it.
+        let cell = AtomicU64::new(pack(now + 2, 3));
+        assert_eq!(add(&cell, now, 1), AddOutcome::Stale);
     }
 
     #[test]

@@ -208,11 +208,13 @@ impl LeapArray {
 
     /// The full window index that `tag` denotes, seen from window `reference` (nearest on the circle).
     pub(crate) fn full_window(reference: u64, tag: u32) -> Option<u64> {
-        let delta = i64::from((reference as u32).wrapping_sub(tag) as i32);
-        if delta >= 0 {
-            reference.checked_sub(delta as u64)
+        // Ahead of `reference` only as far as a newer window can be (see `cell::MAX_LEAD`); anything
+        // else is behind it.
+        let ahead = tag.wrapping_sub(reference as u32);
+        if ahead != 0 && ahead <= super::cell::MAX_LEAD {
+            reference.checked_add(u64::from(ahead))
         } else {
-            reference.checked_add(delta.unsigned_abs())
+            reference.checked_sub(u64::from((reference as u32).wrapping_sub(tag)))
         }
     }
 
