@@ -112,9 +112,9 @@ pub(crate) struct Config {
     pub(crate) param_capacity: Option<usize>,
 }
 
-/// The resource shared by entries on new names past the resource cap while system rules are in force
-/// (system protection applies to every inbound entry, and needs a resource to count it on, not one per
-/// name). Its statistics are those of all such entries together.
+/// The resource shared by entries on new names past the resource cap while system rules or default
+/// (`"*"`) degrade rules are in force (those apply to every entry, and need a resource to count it on,
+/// not one per name). Its statistics, and its default breakers, are those of all such entries together.
 pub const OVER_CAP_RESOURCE: &str = "__over_resource_cap__";
 
 /// An engine setting was invalid.
@@ -232,11 +232,12 @@ impl Inner {
         }
         if self.resources.len() >= self.config.max_resources && !self.names_in_rules(name) {
             self.resource_cap_hits.fetch_add(1, Ordering::Relaxed);
-            if !self.system.in_force() {
+            if !self.system.in_force() && !self.degrade.in_force_for(true) {
                 return None;
             }
-            // System rules apply to every inbound entry: past the cap they still do, through one shared
-            // resource, so that names a client makes up cannot grow the engine without bound.
+            // System rules apply to every inbound entry, and default (`"*"`) breakers to every
+            // resource: past the cap they still do, through one shared resource, so that names a
+            // client makes up cannot grow the engine without bound.
             if let Some(id) = self.resource_index.get(OVER_CAP_RESOURCE) {
                 return self.resources.get(id);
             }

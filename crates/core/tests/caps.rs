@@ -167,3 +167,43 @@ fn origins_past_the_cap_share_one_node_and_named_origins_keep_theirs() {
     assert_eq!(shared.pass_qps, 50.0, "the other callers share one limit");
     assert_eq!(passed, 3 + 50);
 }
+
+#[test]
+fn default_breakers_apply_past_the_cap_on_the_shared_resource() {
+    use floodgate_core::{BreakerState, DegradeRule, OVER_CAP_RESOURCE};
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(T0))
+        .max_resources(1)
+        .build();
+    drop(fg.entry("first").enter().unwrap());
+    fg.load_degrade_rules([DegradeRule::error_count(
+        floodgate_core::DEFAULT_DEGRADE_RESOURCE,
+        0.0,
+    )
+    .time_window(10)
+    .min_request_amount(1)])
+        .unwrap();
+    #[derive(Debug)]
+    struct Boom;
+    impl std::fmt::Display for Boom {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("boom")
+        }
+    }
+    impl std::error::Error for Boom {}
+    let failing = fg.entry("late-1").enter().unwrap();
+    failing.trace(&Boom);
+    drop(failing);
+    assert!(
+        fg.entry("late-2").enter().is_err(),
+        "the shared default breaker opened"
+    );
+    assert_eq!(fg.stats().resources, 2, "one name and the shared one");
+    let shared: Vec<_> = fg
+        .circuit_breakers()
+        .into_iter()
+        .filter(|b| &*b.resource == OVER_CAP_RESOURCE)
+        .map(|b| b.state)
+        .collect();
+    assert_eq!(shared, [BreakerState::Open]);
+}
