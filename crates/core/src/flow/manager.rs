@@ -23,7 +23,10 @@ use crate::rules::{Published, ResourceTable, RuleError, RuleIndex, carry_over};
 pub(crate) enum Controller {
     Reject(RejectController),
     /// A reject rule under 1 QPS: one request per `1/count` seconds, no queueing (a one-second window
-    /// cannot express it).
+    /// cannot express it). It paces the rule's own admissions, like the rate limiter: one pacer for all
+    /// the resources a regex rule matches, and whatever node a RELATE rule or a `limitApp: "other"`
+    /// rule selects (which then only decides whether the rule applies). Exact for a rule on one
+    /// resource's own traffic (or one origin's); a known limit otherwise.
     Sparse(ThrottlingController),
     WarmUp(WarmUpController),
     RateLimiter(ThrottlingController),
