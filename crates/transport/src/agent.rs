@@ -357,21 +357,28 @@ impl AgentBuilder {
             .enable_all()
             .build()
             .map_err(AgentError::Runtime)?;
+        // Registered with the runtime here, so that a failure is `start`'s error, not a silent exit of
+        // the agent thread after "listening" was reported.
+        let (listener, prometheus_listener) = {
+            let _runtime = runtime.enter();
+            let listener =
+                tokio::net::TcpListener::from_std(listener).map_err(AgentError::Runtime)?;
+            let prometheus = prometheus_listener
+                .map(tokio::net::TcpListener::from_std)
+                .transpose()
+                .map_err(AgentError::Runtime)?;
+            (listener, prometheus)
+        };
         let fg = self.fg.clone();
         let (collector_metrics, collector_log) = (metrics.clone(), metric_log.clone());
         let thread = std::thread::Builder::new()
             .name("floodgate-agent".into())
             .spawn(move || {
                 runtime.block_on(async move {
-                    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
-                        return;
-                    };
-                    let prometheus = prometheus_listener
-                        .and_then(|l| tokio::net::TcpListener::from_std(l).ok())
-                        .map(|l| {
-                            let app = metrics_app(state.clone());
-                            tokio::spawn(serve(l, app, std::future::pending()))
-                        });
+                    let prometheus = prometheus_listener.map(|l| {
+                        let app = metrics_app(state.clone());
+                        tokio::spawn(serve(l, app, std::future::pending()))
+                    });
                     let clock_fg = fg.clone();
                     let heartbeats = tokio::spawn(heartbeat.run(move || clock_fg.clock().now_ms()));
                     let collector = tokio::spawn(async move {
