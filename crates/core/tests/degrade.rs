@@ -890,12 +890,17 @@ fn a_ruled_resource_past_the_cap_is_still_checked() {
     assert!(call(&clock, &fg, "first", 0));
     assert!(call_err(&clock, &fg, "ruled", true, 0));
     assert!(!call(&clock, &fg, "ruled", 0), "checked past the cap");
+    // A default rule does not lift the cap: names past it share one resource, and its breaker.
     assert!(call_err(&clock, &fg, "unruled", true, 0));
     assert!(
-        call(&clock, &fg, "unruled", 0),
-        "a default rule does not lift the cap"
+        !call(&clock, &fg, "unruled", 0),
+        "the shared resource's default breaker opened"
     );
-    assert_eq!(fg.stats().resources, 2);
+    assert!(
+        !call(&clock, &fg, "another", 0),
+        "shared by every name past the cap"
+    );
+    assert_eq!(fg.stats().resources, 3, "first, ruled and the shared one");
 }
 
 #[test]
