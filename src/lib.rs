@@ -1,8 +1,9 @@
 //! Floodgate: flow control, circuit breaking and adaptive protection for Rust services, in the style of
 //! Alibaba Sentinel.
 //!
-//! This facade re-exports the guard engine ([`floodgate_core`]) and the [`resource`] attribute; the agent,
-//! adapters and dashboard live in their own crates.
+//! This facade re-exports the guard engine ([`floodgate_core`]) and the [`resource`] attribute; the agent
+//! and the adapters live in their own crates, re-exported here as `floodgate::transport`,
+//! `floodgate::tower` and `floodgate::reqwest` behind the features of those names.
 //!
 //! ```
 //! use floodgate::{EntryType, Floodgate, ManualClock};

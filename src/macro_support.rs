@@ -149,6 +149,13 @@ impl<'a> Guard<'a> {
     pub fn entry(&self) -> &Entry<'a> {
         &self.entry
     }
+
+    /// Whether the body's error goes to the fallback: it was traced, or the engine did not count the
+    /// call (switched off, or a new name past the resource cap), so no filter could say to ignore it.
+    #[inline]
+    pub fn falls_back(&self) -> bool {
+        self.entry.has_error() || self.entry.resource().is_empty()
+    }
 }
 
 impl Drop for Guard<'_> {

@@ -671,3 +671,35 @@ fn generic_error_types_are_traced_as_themselves() {
     let node = filtering_engine().cluster_node("generic_errors").unwrap();
     assert_eq!(node.total_exception(), 0, "seen as a NotFound, and ignored");
 }
+
+/// A switched-off engine counts nothing, so no filter decides: every error goes to the fallback, as in
+/// Sentinel.
+fn switched_off_engine() -> &'static Floodgate {
+    static ENGINE: OnceLock<Floodgate> = OnceLock::new();
+    ENGINE.get_or_init(|| {
+        let fg = Floodgate::builder()
+            .clock(ManualClock::new(T0))
+            .ignore_if(|e| e.is::<AppError>())
+            .build();
+        fg.set_enabled(false);
+        fg
+    })
+}
+
+static OFF_FALLBACKS: AtomicU32 = AtomicU32::new(0);
+
+fn off_fallback(_id: u64, _error: AppError) -> Result<u64, AppError> {
+    OFF_FALLBACKS.fetch_add(1, Ordering::SeqCst);
+    Ok(0)
+}
+
+#[floodgate::resource(name = "switched_off", engine = switched_off_engine(), fallback = off_fallback)]
+fn fetch_off(id: u64) -> Result<u64, AppError> {
+    Err(AppError::NotFound(id))
+}
+
+#[test]
+fn with_the_engine_switched_off_every_error_goes_to_the_fallback() {
+    assert_eq!(fetch_off(1).unwrap(), 0);
+    assert_eq!(OFF_FALLBACKS.load(Ordering::SeqCst), 1);
+}

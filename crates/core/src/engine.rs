@@ -136,7 +136,7 @@ pub struct EngineStats {
     /// Named contexts (the default one included).
     pub contexts: usize,
     /// Entries on a new resource past the resource cap that had no rules (passed without statistics, or
-    /// counted on [`OVER_CAP_RESOURCE`] while system rules are in force).
+    /// counted on [`OVER_CAP_RESOURCE`] while system or default `"*"` degrade rules are in force).
     pub resource_cap_hits: u64,
     /// Entries in a new context past the context cap (run in the default context instead).
     pub context_cap_hits: u64,
@@ -204,7 +204,7 @@ impl Inner {
     }
 
     /// The resource named `name`, created on first sight. Past the resource cap, a name no rule names
-    /// gets [`OVER_CAP_RESOURCE`] while system rules are in force, else `None`: the entry then passes
+    /// gets [`OVER_CAP_RESOURCE`] while system or default degrade rules are in force, else `None`: the entry then passes
     /// without statistics (a resource with rules is always created, so the cap never turns into
     /// fail-open).
     #[inline]
@@ -1157,7 +1157,8 @@ impl FloodgateBuilder {
     }
 
     /// How many resources get statistics (default 6000). Past it, entries on new resources without rules
-    /// pass uncounted; resources with rules are always checked.
+    /// pass uncounted, unless system or default (`"*"`) degrade rules are in force: then they share
+    /// [`OVER_CAP_RESOURCE`]. Resources with rules are always created and checked.
     pub fn max_resources(mut self, max: usize) -> Self {
         self.config.max_resources = max;
         self

@@ -29,14 +29,21 @@
 //! * Statistics: each node keeps a sliding second window (a LeapArray of tagged atomic cells, 2 × 500 ms)
 //!   and a minute history; see [`NodeView`] for the figures.
 //! * Nodes: a `ClusterNode` per resource, a `DefaultNode` per resource × context (the call tree), an
-//!   `EntranceNode` per context, an origin node per resource × caller, and the global inbound node.
+//!   `EntranceNode` per context, an origin node per resource × caller (at most
+//!   [`FloodgateBuilder::max_origins`] callers per resource; later ones share [`OVER_CAP_ORIGIN`]), and
+//!   the global inbound node.
+//! * Caps, so that names a client chooses cannot grow the engine without bound: 6000 resources
+//!   ([`FloodgateBuilder::max_resources`]; past it a name no rule names passes uncounted, or shares
+//!   [`OVER_CAP_RESOURCE`] while system or default `"*"` degrade rules are in force), 2000 contexts, 1000
+//!   origins per resource.
 //! * [`Slot`]s, registered with an order ([`register_slot!`]) and assembled per engine by
 //!   [`FloodgateBuilder`]; an engine with only the built-in slots runs them as straight-line code.
 //! * Resources by name ([`Floodgate::entry`]), resolved once ([`Floodgate::resource`], borrowing the
 //!   engine), or kept as a [`ResourceKey`] ([`Floodgate::entry_for`]) by adapters that cache them.
 //! * Contexts ([`ContextBuilder`]): named call trees with an origin, for sync and async code.
-//! * Rules: [`FlowRule`]; [`AuthorityRule`] (white/black lists of origins); [`SystemRule`] (adaptive
-//!   protection of inbound traffic by QPS, concurrency, RT, load and CPU, read from a [`SystemProbe`]).
+//! * Rules: [`FlowRule`]; [`DegradeRule`] (circuit breakers); [`ParamFlowRule`] (hot parameters);
+//!   [`AuthorityRule`] (white/black lists of origins); [`SystemRule`] (adaptive protection of inbound
+//!   traffic by QPS, concurrency, RT, load and CPU, read from a [`SystemProbe`]).
 //! * `tracing` events: blocks (target `floodgate::block`, `info`, at most one per second per resource and
 //!   [`BlockKind`]), breaker transitions (`floodgate::breaker`, `warn` on opening, `info` otherwise) and
 //!   rule loads (`floodgate::rules`, `info` with the count, `warn` with the error of a rejected list).

@@ -155,7 +155,7 @@ pub(crate) fn expand(args: Args, item: TokenStream) -> syn::Result<TokenStream> 
                 #trace
                 let #returned = match #split {
                     ::core::result::Result::Ok(#out) => #out,
-                    ::core::result::Result::Err(#error) if #entry.entry().has_error() => #call,
+                    ::core::result::Result::Err(#error) if #entry.falls_back() => #call,
                     ::core::result::Result::Err(#error) => #rejoin,
                 };
                 ::core::mem::drop(#entry);

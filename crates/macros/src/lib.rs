@@ -86,9 +86,11 @@ mod expand;
 /// is traced too.
 ///
 /// With `fallback = g`, the call then returns `g(args.., e)`: `g` takes the function's arguments and the
-/// owned error, and returns the function's return type. Only a traced error goes to the fallback: one
-/// the engine's filters ignore (`ignore_if`, or not `trace_if`), a `BlockError` from a guarded call
-/// inside the body among them, is returned as it is (Sentinel rethrows its `exceptionsToIgnore`). The arguments are passed after the body ran, so
+/// owned error, and returns the function's return type. An error the engine's filters ignore
+/// (`ignore_if`, or not `trace_if`) is returned as it is instead (Sentinel rethrows its
+/// `exceptionsToIgnore`), and so is an error whose type is `BlockError` itself (never traced). A call
+/// the engine did not count (switched off, or a new name past the resource cap) hands every error to
+/// the fallback, as Sentinel does. The arguments are passed after the body ran, so
 /// the body may borrow or copy them but not move them. The fallback runs before the entry exits, as in
 /// Sentinel. `fallback` needs a function returning `Result`.
 ///

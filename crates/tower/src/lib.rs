@@ -3,13 +3,17 @@
 //!
 //! Each request is an inbound entry on a resource named after the route, not the raw path: with the
 //! `axum` feature, axum's route template (`GET:/orders/{id}`); for gRPC, the method path
-//! (`/pkg.Service/Method`); otherwise `GET:/*`, or whatever [`FloodgateLayer::resource_fn`] returns. The
-//! caller's origin comes from a header of your choice. A blocked request gets a response from the
+//! (`/pkg.Service/Method`, or `grpc:/*` once the layer knows 1024 names: clients choose paths);
+//! otherwise `METHOD:/*`, or whatever [`FloodgateLayer::resource_fn`] returns. Methods other than the
+//! eight of RFC 9110 and PATCH are named `_OTHER`. The caller's origin comes from a header of your
+//! choice (the engine counts at most 1000 origins per resource apart; clients choose header values). A blocked request gets a response from the
 //! [`BlockResponse`] (by default 429 with `Retry-After` for flow and hot-parameter blocks, 503 for circuit
-//! breakers and system protection, 403 for authority, each with a short body naming the kind). Errors and
-//! 5xx responses are traced into the entry, so error-ratio breakers see failing requests. The entry exits
-//! when the response is ready, when the service fails, when the handler panics (unwinding drops it) and
-//! when the response future is dropped (cancellation). A queueing wait is awaited with a tokio timer
+//! breakers and system protection, 403 for authority, each with a short body naming the kind). Errors,
+//! 5xx responses, gRPC server failures (a `grpc-status` header of UNKNOWN, DEADLINE_EXCEEDED,
+//! UNIMPLEMENTED, INTERNAL, UNAVAILABLE or DATA_LOSS) and panics are traced into the entry, so
+//! error-ratio breakers see failing requests. The entry exits when the response is ready, when the
+//! service fails, when the handler panics (traced, then unwinding drops it) and when the response
+//! future is dropped (cancellation). A queueing wait is awaited with a tokio timer
 //! before the request reaches the service, never slept on a worker thread: the service, which must be
 //! `Clone` (axum's, tonic's and hyper's are), is called only once the wait is over (a request that waits
 //! takes the service made ready with it, and a clone stays).

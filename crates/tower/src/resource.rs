@@ -20,7 +20,7 @@ pub struct RequestHead<'a> {
 
 /// The default resource name: `METHOD:template` from axum's `MatchedPath` (feature `axum`); the method
 /// path for gRPC requests (`content-type: application/grpc…`); `METHOD:/*` otherwise — so the number of
-/// resources stays bounded by the number of routes. Methods other than the nine of RFC 9110 are named
+/// resources stays bounded by the number of routes. Methods other than the eight of RFC 9110 and PATCH are named
 /// `_OTHER` (as OpenTelemetry's HTTP conventions do): clients choose them, so each must not make a
 /// resource of its own.
 pub fn resource_name(head: &RequestHead<'_>) -> String {

@@ -120,7 +120,8 @@ impl Agent {
         collect(&self.fg, &self.metrics, self.metric_log.as_deref());
     }
 
-    /// Stops the command API and the background tasks, and waits for them.
+    /// Stops the command API and the background tasks, and waits for them: requests in progress get 1 s,
+    /// then their connections are closed.
     pub fn shutdown(mut self) {
         self.stop_now();
     }
@@ -189,13 +190,15 @@ impl AgentBuilder {
         self
     }
 
-    /// Adds a dashboard (`host:port`) to send heartbeats to.
+    /// Adds a dashboard (`host:port`, or `http://host:port`) to send heartbeats to. `https://` is refused
+    /// by [`start`](Self::start): heartbeats go over plain HTTP.
     pub fn dashboard(mut self, addr: impl Into<String>) -> Self {
         self.config.dashboards.push(addr.into());
         self
     }
 
-    /// Time between heartbeats (default 10 s).
+    /// Time between heartbeats (default 10 s; more than zero and at most a day, or
+    /// [`start`](Self::start) refuses it).
     pub fn heartbeat_interval(mut self, interval: Duration) -> Self {
         self.config.heartbeat_interval = interval;
         self
@@ -209,7 +212,8 @@ impl AgentBuilder {
 
     /// A shared token that every command must carry (header `X-Floodgate-Token`, `Authorization: Bearer`,
     /// or parameter `token`); also sent with heartbeats. `/metrics` needs it too: configure Prometheus to
-    /// send it (`authorization: { credentials: <token> }` in the scrape config).
+    /// send it (`authorization: { credentials: <token> }` in the scrape config). At least 8 characters,
+    /// without surrounding spaces, or [`start`](Self::start) refuses it.
     pub fn token(mut self, token: impl Into<String>) -> Self {
         self.config.token = Some(token.into());
         self
@@ -268,7 +272,10 @@ impl AgentBuilder {
         }))
     }
 
-    /// Starts the agent: binds, loads the rule files, and runs the API, metrics and heartbeats.
+    /// Starts the agent: binds, loads the rule files, and runs the API, metrics and heartbeats. Refuses a
+    /// non-loopback address without a token, a token shorter than 8 characters or padded, a heartbeat
+    /// interval of zero or over a day, and `https://` dashboards. The command API holds at most 64
+    /// connections and wants each request's headers, and its body, within 10 s.
     pub fn start(self) -> Result<Agent, AgentError> {
         let c = &self.config;
         if c.token

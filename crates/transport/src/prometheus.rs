@@ -253,7 +253,7 @@ impl Collector for Scrape {
         ConstGauge::new(self.stats.resources as i64).encode(metric)?;
         let metric = encoder.encode_descriptor(
             "resource_cap_hits",
-            "Entries on new resources past the resource cap (passed without statistics).",
+            "Entries on new resources past the resource cap (passed uncounted, or counted on the shared over-cap resource).",
             None,
             MetricType::Counter,
         )?;

@@ -27,7 +27,8 @@
 //!   completes (its entry leaked) cannot hold the breaker for ever: `timeWindow` after the probe started
 //!   (or a slow-ratio rule's maximum RT, if longer), the next call counts it as failed and reopens the
 //!   breaker (and an entry that is dropped exits, so a dropped probe completes normally). Should that
-//!   probe complete after all, successfully, and no newer probe have started, it closes the breaker:
+//!   probe complete after all, successfully, and no newer probe have been reserved, it closes the breaker
+//!   (OPEN → CLOSED):
 //!   calls slower than the timeout would otherwise keep it open for good under steady traffic.
 //!
 //! The whole state is one `AtomicU64` (phase, a probe generation, and the time that matters in the

@@ -1,7 +1,8 @@
 //! The THREAD grade: calls in flight per value.
 //!
 //! A call with value `v` is admitted while `inFlight(v) + 1 ≤ threshold` (Sentinel's
-//! `++threadCount <= threshold`, one per call whatever its acquire count) and counted at once, under the
+//! `++threadCount <= threshold`, one per call whatever its acquire count; a value repeated k times in
+//! a list argument takes k places) and counted at once, under the
 //! same lock as the check, so concurrent callers cannot both take the last place. The count is released
 //! when the entry exits, or when a later slot blocks the entry. A value with nothing in flight is
 //! *settled*: the cache may drop it.

@@ -4,8 +4,9 @@
 //! `application/x-www-form-urlencoded` body (merged, body last). Every key and value is URL-decoded exactly
 //! once — unlike Sentinel, which decodes rule `data` a second time and turns `a+b` into `a b` (RM-02).
 //! Answers are plain text: 200 with the command's body, 400 with the error message (`Unknown command
-//! \`name\`` for unknown ones), 401 without the configured token, 413 for a body over the limit, 415 for a
-//! POST that is not a form. `metrics` answers the Prometheus text format (with its content type).
+//! \`name\`` for unknown ones, or more than 64 parameters), 401 without the configured token, 405 for a
+//! method other than GET and POST, 408 for a body slower than 10 s, 413 for a body over the limit, 415
+//! for a POST that is not a form (and 404 for any path but `/metrics` on the Prometheus port). `metrics` answers the Prometheus text format (with its content type).
 
 mod info;
 mod metric;
