@@ -549,10 +549,12 @@ impl Floodgate {
     }
 
     /// Resolves `resource` once, for callers that enter it often (skips the name lookup per entry).
-    /// `None` past the resource cap when no rule names it.
+    /// `None` past the resource cap when no rule names it (its entries, by name, may then be counted
+    /// on [`OVER_CAP_RESOURCE`], which a handle must not stay on once rules name the resource).
     pub fn resource<'a>(&'a self, resource: &str) -> Option<ResourceHandle<'a>> {
         self.inner
             .resource(resource)
+            .filter(|r| *r.name == *resource)
             .map(|resource| ResourceHandle {
                 engine: &self.inner,
                 resource,
@@ -943,12 +945,13 @@ impl Floodgate {
             .contexts
             .iter()
             .map(|context| {
+                let mut expanded = rustc_hash::FxHashSet::default();
                 let children: Vec<CallTree> = context
                     .entrance
                     .children
                     .to_vec()
                     .into_iter()
-                    .filter_map(|id| self.subtree(id, now, 0))
+                    .filter_map(|id| self.subtree(id, now, 0, &mut expanded))
                     .collect();
                 let parts: Vec<NodeSnapshot> = children.iter().map(|c| c.stats.clone()).collect();
                 CallTree {
@@ -966,14 +969,23 @@ impl Floodgate {
         }
     }
 
-    fn subtree(&self, id: u32, now: u64, depth: usize) -> Option<CallTree> {
+    /// The tree under node `id`. Resources that call each other make the links a graph, not a tree:
+    /// each node's children are listed once per context (`expanded`), where the walk first meets it,
+    /// and it appears elsewhere without them. (Walking every path took time exponential in the depth.)
+    fn subtree(
+        &self,
+        id: u32,
+        now: u64,
+        depth: usize,
+        expanded: &mut rustc_hash::FxHashSet<u32>,
+    ) -> Option<CallTree> {
         let node = self.inner.default_nodes.get(id)?;
         let resource = self.inner.resources.get(node.resource)?;
-        let children = if depth < 64 {
+        let children = if depth < 64 && expanded.insert(id) {
             node.children
                 .to_vec()
                 .into_iter()
-                .filter_map(|c| self.subtree(c, now, depth + 1))
+                .filter_map(|c| self.subtree(c, now, depth + 1, expanded))
                 .collect()
         } else {
             Vec::new()

@@ -51,8 +51,12 @@ impl Floodgate {
     /// (which creates no resource), the key keeps only the name and its entries look it up as
     /// [`entry`](Self::entry) does.
     pub fn resource_key(&self, resource: &str) -> ResourceKey {
+        // Only the resource of that very name: past the cap a name may be counted on the shared
+        // over-cap resource, and a key kept to it would stay there once rules name it.
         let resolved = if self.inner.is_enabled() {
-            self.inner.resource(resource)
+            self.inner
+                .resource(resource)
+                .filter(|r| *r.name == *resource)
         } else {
             None
         };

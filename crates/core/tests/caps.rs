@@ -207,3 +207,26 @@ fn default_breakers_apply_past_the_cap_on_the_shared_resource() {
         .collect();
     assert_eq!(shared, [BreakerState::Open]);
 }
+
+/// A key or handle made past the cap while names share the over-cap resource keeps its own name, so
+/// rules loaded later for that name apply to it.
+#[test]
+fn keys_made_past_the_cap_follow_rules_loaded_later() {
+    use floodgate_core::{FlowRule, RuleType};
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(T0))
+        .max_resources(1)
+        .build();
+    fg.load_rules_json(RuleType::System, r#"[{"qps":1000}]"#)
+        .unwrap();
+    drop(fg.entry("a").enter().unwrap());
+    let key = fg.resource_key("b");
+    assert_eq!(key.name(), "b");
+    assert!(
+        fg.resource("b").is_none(),
+        "no handle on the shared resource"
+    );
+    fg.load_flow_rules([FlowRule::new("b", 0.0)]).unwrap();
+    assert!(fg.entry_for(&key).enter().is_err(), "the rule on b applies");
+    assert!(fg.entry("b").enter().is_err());
+}

@@ -136,3 +136,34 @@ async fn async_entries_cross_await_points() {
     assert_eq!(fg.cluster_node("db").unwrap().success_qps(), 1.0);
     assert_eq!(fg.origin_node("handler", "web").unwrap().pass_qps(), 1.0);
 }
+
+/// Resources that call each other make the node links a graph: the tree lists each node's children
+/// once per context, so it stays small (walking every path grew exponentially with the depth).
+#[test]
+fn resources_calling_each_other_keep_the_call_tree_small() {
+    let fg = engine();
+    let names = ["R0", "R1", "R2"];
+    fg.context("ctx").run(|| {
+        for outer in names {
+            let _outer = fg.entry(outer).enter().unwrap();
+            for inner in names.iter().filter(|n| **n != outer) {
+                drop(fg.entry(inner).enter().unwrap());
+            }
+        }
+        // And nested the other way round, under each inner one.
+        for outer in names {
+            let _outer = fg.entry(outer).enter().unwrap();
+            for inner in names {
+                let _inner = fg.entry(inner).enter().unwrap();
+                for innermost in names {
+                    drop(fg.entry(innermost).enter().unwrap());
+                }
+            }
+        }
+    });
+    fn count(tree: &floodgate_core::CallTree) -> usize {
+        1 + tree.children.iter().map(count).sum::<usize>()
+    }
+    let tree = fg.call_tree();
+    assert!(count(&tree) < 100, "{} nodes", count(&tree));
+}

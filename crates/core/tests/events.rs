@@ -284,3 +284,21 @@ fn rule_loads_inform_and_rejections_warn() {
         "the rejected list changed nothing"
     );
 }
+
+/// Engines made one after another (a new block log may reuse a dropped one's address): each counts its
+/// own blocks.
+#[test]
+fn every_new_engine_counts_its_blocks() {
+    for round in 0..40 {
+        let fg = Floodgate::builder()
+            .clock(ManualClock::new(1_700_000_000_000))
+            .build();
+        fg.load_flow_rules([FlowRule::new("R", 0.0)]).unwrap();
+        for _ in 0..3 {
+            assert!(fg.entry("R").enter().is_err());
+        }
+        let counts = fg.block_counts();
+        assert_eq!(counts.len(), 1, "round {round}: {counts:?}");
+        assert_eq!(counts[0].2, 3, "round {round}");
+    }
+}

@@ -100,16 +100,21 @@ impl Output {
 
 #[derive(Debug, Default)]
 struct Shared {
+    /// Never reused in the process (an address is: a log dropped and a new one made may get it).
+    id: u64,
     tallies: Arena<Tally>,
     groups: Arena<Arc<Group>>,
     index: Mutex<Index>,
     output: Mutex<Output>,
 }
 
+/// The next [`Shared::id`] (0 is the per-thread cache's "none").
+static NEXT_LOG_ID: AtomicU64 = AtomicU64::new(1);
+
 thread_local! {
     /// The last key this thread recorded, per log: blocks of one kind on one resource from one caller
     /// skip the index lock.
-    static LAST: Cell<(usize, Key, u32)> = const {
+    static LAST: Cell<(u64, Key, u32)> = const {
         Cell::new((0, Key { resource: 0, kind: BlockKind::Custom, rule: None, origin: 0 }, 0))
     };
 }
@@ -129,6 +134,7 @@ impl BlockLog {
         let has_file = path.is_some();
         let log = BlockLog {
             shared: Arc::new(Shared {
+                id: NEXT_LOG_ID.fetch_add(1, Ordering::Relaxed),
                 output: Mutex::new(Output {
                     path,
                     ..Output::default()
@@ -169,7 +175,7 @@ impl BlockLog {
             rule: block.rule().and_then(|r| r.id()),
             origin: FxBuildHasher.hash_one(origin),
         };
-        let id = Arc::as_ptr(&self.shared) as usize;
+        let id = shared.id;
         let index = match LAST.with(Cell::get) {
             (log, last, index) if log == id && last == key => index,
             _ => {
