@@ -272,9 +272,14 @@ impl Inner {
         self.resources.get(id)
     }
 
-    /// Whether any rule names `resource` (such a resource is created even past the resource cap).
+    /// Whether any rule names `resource`, or a RELATE rule reads it (such a resource is created even
+    /// past the resource cap: a RELATE rule needs its reference counted).
     fn names_in_rules(&self, resource: &str) -> bool {
         self.flow.snapshot().has_rules(resource)
+            || self
+                .flow
+                .snapshot()
+                .references(resource, crate::flow::FlowStrategy::Relate)
             || self.degrade.snapshot().has_rules(resource)
             || self.authority.snapshot().has_rules(resource)
             || self.param_flow.snapshot().has_rules(resource)
@@ -329,8 +334,14 @@ impl Inner {
         if let Some(id) = self.context_index.get(name) {
             return id;
         }
-        let count = self.contexts.iter().count();
-        if count >= self.config.max_contexts {
+        // A context a CHAIN rule names is created even past the cap: in the default context, the
+        // rule would never apply.
+        if self.contexts.len() >= self.config.max_contexts
+            && !self
+                .flow
+                .snapshot()
+                .references(name, crate::flow::FlowStrategy::Chain)
+        {
             self.context_cap_hits.fetch_add(1, Ordering::Relaxed);
             return 0;
         }
@@ -339,7 +350,7 @@ impl Inner {
 
     fn create_context_locked(&self, name: &str) -> Option<u32> {
         let name: Arc<str> = Arc::from(name);
-        let id = u32::try_from(self.contexts.iter().count()).ok()?;
+        let id = u32::try_from(self.contexts.len()).ok()?;
         let id = self
             .contexts
             .push(ContextData {

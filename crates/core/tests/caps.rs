@@ -230,3 +230,40 @@ fn keys_made_past_the_cap_follow_rules_loaded_later() {
     assert!(fg.entry_for(&key).enter().is_err(), "the rule on b applies");
     assert!(fg.entry("b").enter().is_err());
 }
+
+/// Past the caps, a RELATE rule's reference is still counted, and a context a CHAIN rule names is
+/// still created: otherwise those rules never apply.
+#[test]
+fn references_of_relate_and_chain_rules_exist_past_the_caps() {
+    use floodgate_core::{BlockKind, FlowRule, FlowStrategy};
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(T0))
+        .max_resources(1)
+        .max_contexts(2)
+        .build();
+    drop(fg.entry("first").enter().unwrap());
+    fg.load_flow_rules([
+        FlowRule::new("write", 2.0).strategy(FlowStrategy::Relate, "read"),
+        FlowRule::new("R", 0.0).strategy(FlowStrategy::Chain, "c2"),
+    ])
+    .unwrap();
+    for _ in 0..10 {
+        drop(fg.entry("read").enter().unwrap());
+    }
+    assert_eq!(
+        fg.entry("write").enter().unwrap_err().kind(),
+        BlockKind::Flow,
+        "read's traffic is counted past the cap"
+    );
+    fg.context("c1").run(|| drop(fg.entry("other").enter()));
+    let in_c2 = fg.context("c2").run(|| fg.entry("R").enter().map(drop));
+    assert_eq!(
+        in_c2.unwrap_err().kind(),
+        BlockKind::Flow,
+        "c2 exists past the cap"
+    );
+    assert!(
+        fg.entry("R").enter().is_ok(),
+        "outside c2, the CHAIN rule does not apply"
+    );
+}

@@ -191,6 +191,14 @@ impl FlowSnapshot {
         self.index.has_rules(resource)
     }
 
+    /// Whether some rule of `strategy` names `name` as its `refResource` (a RELATE rule's resource, a
+    /// CHAIN rule's context). A scan: for the engine's creation paths past its caps only.
+    pub(crate) fn references(&self, name: &str, strategy: FlowStrategy) -> bool {
+        self.in_order
+            .iter()
+            .any(|s| s.rule.strategy == strategy && s.rule.ref_resource.as_deref() == Some(name))
+    }
+
     /// The status of every rule, in load order.
     pub(crate) fn statuses(&self) -> Vec<FlowStatus> {
         self.in_order.iter().map(|s| s.status()).collect()
