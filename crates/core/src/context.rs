@@ -24,6 +24,9 @@ pub(crate) struct EntryFrame {
     context: u32,
     /// `u32::MAX` for none.
     node: u32,
+    /// The interned origin the entry's context gave it (`u32::MAX` for none): entries nested under it
+    /// inherit it, as they inherit the context.
+    origin: u32,
 }
 
 impl EntryFrame {
@@ -32,6 +35,7 @@ impl EntryFrame {
         id: 0,
         context: 0,
         node: u32::MAX,
+        origin: u32::MAX,
     };
 }
 
@@ -92,7 +96,9 @@ pub(crate) fn current(engine: u64) -> Placement {
     match (entry, context) {
         (e, context) if e.engine == engine as u32 => Placement {
             context: e.context,
-            origin: context.and_then(|(c, origin)| (c == e.context).then_some(origin).flatten()),
+            origin: (e.origin != u32::MAX).then_some(e.origin).or_else(|| {
+                context.and_then(|(c, origin)| (c == e.context).then_some(origin).flatten())
+            }),
             parent: if e.node == u32::MAX {
                 Parent::Entrance
             } else {
@@ -112,9 +118,15 @@ pub(crate) fn current(engine: u64) -> Placement {
     }
 }
 
-/// Makes an entry current on this thread; returns its id and the entry it replaced.
+/// Makes an entry current on this thread; returns its id and the entry it replaced. `origin`: the
+/// interned origin its context gave it.
 #[inline]
-pub(crate) fn push(engine: u64, context: u32, node: Option<u32>) -> (u32, EntryFrame) {
+pub(crate) fn push(
+    engine: u64,
+    context: u32,
+    node: Option<u32>,
+    origin: Option<u32>,
+) -> (u32, EntryFrame) {
     STATE.with(|s| {
         let id = s.next_id.get();
         s.next_id.set(id.checked_add(1).unwrap_or(1));
@@ -123,6 +135,7 @@ pub(crate) fn push(engine: u64, context: u32, node: Option<u32>) -> (u32, EntryF
             id,
             context,
             node: node.unwrap_or(u32::MAX),
+            origin: origin.unwrap_or(u32::MAX),
         });
         (id, previous)
     })
@@ -211,18 +224,20 @@ impl<'a> ContextBuilder<'a> {
         f()
     }
 
-    /// Starts an entry in this context, independent of the thread (for async code).
+    /// Starts an entry in this context, independent of the thread (for async code). Entries nested under
+    /// it (on its thread, or with [`Entry::child`](crate::Entry::child)) inherit the context's origin.
     pub fn entry(&self, resource: &'a str) -> EntryBuilder<'a> {
         let context = self.engine.context_id(self.name);
         let mut builder = EntryBuilder::new(self.engine, Target::Name(resource));
         builder.placement = Some(Placement {
             context,
-            origin: None,
+            // Interned as `run` does, so that the entry hands it on to the entries nested under it.
+            origin: self
+                .origin
+                .filter(|o| !o.is_empty())
+                .map(|o| self.engine.intern_origin(o, false)),
             parent: Parent::Entrance,
         });
-        if let Some(origin) = self.origin {
-            builder = builder.origin(origin);
-        }
         builder
     }
 }

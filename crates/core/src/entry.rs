@@ -228,7 +228,7 @@ impl<'a> EntryBuilder<'a> {
             cx.param_generation,
         );
         let (frame_id, previous) = if on_thread {
-            context::push(engine.id, context.id, node_id)
+            context::push(engine.id, context.id, node_id, placement.origin)
         } else {
             (0, EntryFrame::NONE)
         };

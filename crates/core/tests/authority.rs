@@ -298,3 +298,22 @@ fn every_validation_error_names_the_rule_and_field_and_changes_nothing() {
         .unwrap_err();
     assert!(matches!(err, RuleError::Invalid { index: 0, ref field, .. } if field == "limitApp"));
 }
+
+/// An entry started in a context with an origin (`ContextBuilder::entry`) hands the origin on to the
+/// entries nested under it on its thread: a black-listed caller cannot pass by nesting.
+#[test]
+fn nested_entries_inherit_the_origin_of_their_context() {
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(1_700_000_000_000))
+        .build();
+    fg.load_authority_rules([AuthorityRule::black("B", "evil")])
+        .unwrap();
+    let outer = fg.context("c1").origin("evil").entry("A").enter().unwrap();
+    assert_eq!(
+        fg.entry("B").enter().unwrap_err().kind(),
+        floodgate_core::BlockKind::Authority
+    );
+    assert!(outer.child("B").unwrap().enter().is_err());
+    drop(outer);
+    assert!(fg.entry("B").enter().is_ok(), "no origin outside");
+}
