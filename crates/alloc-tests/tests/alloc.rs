@@ -5,13 +5,16 @@ use floodgate_core::{EntryType, Floodgate, ManualClock};
 fn entry_and_exit_allocate_nothing() {
     let clock = ManualClock::new(1_700_000_000_000);
     let fg = Floodgate::builder().clock(clock.clone()).build();
-    // Warm up: creates the resource, its nodes, the origin node, the context, thread-locals, and the
-    // minute history once a bucket finishes.
+    // Warm up: creates the resource, its nodes, the origin node, the context, thread-locals (the
+    // stack of nested entries among them), and the minute history once a bucket finishes.
     for i in 0..3000u64 {
         clock.set(1_700_000_000_000 + i);
         let ctx = fg.context("ctx").origin("appA");
         ctx.run(|| drop(fg.entry("R").entry_type(EntryType::In).enter().unwrap()));
         drop(fg.entry("R").origin("appB").enter().unwrap());
+        let outer = fg.entry("R").enter().unwrap();
+        drop(fg.entry("R").enter().unwrap());
+        drop(outer);
     }
     let handle = fg.resource("R").unwrap();
     let stats = allocation_counter::measure(|| {

@@ -53,14 +53,29 @@ struct ThreadState {
     current: Cell<EntryFrame>,
     next_id: Cell<u32>,
     contexts: Cell<u32>,
+    /// How many entries [`EXITED`] holds (so that an exit in order never touches it).
+    exited: Cell<u32>,
 }
 
 thread_local! {
     static STATE: ThreadState = const {
-        ThreadState { current: Cell::new(EntryFrame::NONE), next_id: Cell::new(1), contexts: Cell::new(0) }
+        ThreadState {
+            current: Cell::new(EntryFrame::NONE),
+            next_id: Cell::new(1),
+            contexts: Cell::new(0),
+            exited: Cell::new(0),
+        }
     };
     static CONTEXTS: RefCell<Vec<ContextFrame>> = const { RefCell::new(Vec::new()) };
+    /// Entries that exited out of order (while an entry nested under them was current), with the entry
+    /// each had replaced: when the entry above one exits and would make it current again, the one it
+    /// had replaced becomes current instead.
+    static EXITED: RefCell<Vec<(u32, EntryFrame)>> = const { RefCell::new(Vec::new()) };
 }
+
+/// The most out-of-order exits remembered per thread (past it the oldest are forgotten: only entries
+/// leaked above them would ever need them).
+const MAX_EXITED: usize = 256;
 
 /// Where an entry started on this thread belongs: context, inherited origin, parent.
 #[derive(Debug)]
@@ -141,15 +156,45 @@ pub(crate) fn push(
     })
 }
 
-/// Restores `previous` if the entry `id` is still current on this thread. An entry that exits out of
-/// order (or on another thread) leaves the current entry alone.
+/// The entry `id` of this thread exited; `previous` is the entry it had replaced. The current one:
+/// `previous` becomes current again, unless it exited meanwhile (out of order), in which case the entry
+/// *it* had replaced does, and so on. One under the current one (an exit out of order): it is
+/// remembered, so that it never becomes current again. (Sentinel throws there and exits every entry
+/// above it; here they go on.) An exit on another thread cannot reach this thread's state.
 #[inline]
 pub(crate) fn pop(id: u32, previous: EntryFrame) {
     STATE.with(|s| {
         if s.current.get().id == id {
-            s.current.set(previous);
+            let next = if s.exited.get() == 0 {
+                previous
+            } else {
+                skip_exited(s, previous)
+            };
+            s.current.set(next);
+        } else {
+            EXITED.with(|exited| {
+                let mut exited = exited.borrow_mut();
+                if exited.len() == MAX_EXITED {
+                    exited.remove(0);
+                }
+                exited.push((id, previous));
+                s.exited.set(exited.len() as u32);
+            });
         }
     });
+}
+
+/// `frame`, or, if it exited out of order, the first entry under it that did not.
+#[cold]
+fn skip_exited(s: &ThreadState, mut frame: EntryFrame) -> EntryFrame {
+    EXITED.with(|exited| {
+        let mut exited = exited.borrow_mut();
+        while let Some(at) = exited.iter().rposition(|(id, _)| *id == frame.id) {
+            frame = exited.remove(at).1;
+        }
+        s.exited.set(exited.len() as u32);
+    });
+    frame
 }
 
 fn push_context(engine: u64, context: u32, origin: Option<u32>) {

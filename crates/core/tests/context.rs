@@ -167,3 +167,34 @@ fn resources_calling_each_other_keep_the_call_tree_small() {
     let tree = fg.call_tree();
     assert!(count(&tree) < 100, "{} nodes", count(&tree));
 }
+
+/// Entries exited out of order (A, then B nested under it) leave no exited entry current: later entries
+/// on the thread are not placed under A, in A's context, nor under A's CHAIN rules.
+#[test]
+fn an_entry_exited_out_of_order_never_becomes_current_again() {
+    use floodgate_core::{FlowRule, FlowStrategy};
+    let fg = engine();
+    fg.load_flow_rules([FlowRule::new("R", 0.0).strategy(FlowStrategy::Chain, "c2")])
+        .unwrap();
+    let a = fg.context("c2").entry("A").enter().unwrap();
+    let b = fg.entry("B").enter().unwrap();
+    assert_eq!(b.context_name(), "c2", "B nests under A");
+    drop(a);
+    drop(b);
+    let r = fg
+        .entry("R")
+        .enter()
+        .expect("not in c2: the CHAIN rule does not apply");
+    assert_eq!(r.context_name(), DEFAULT_CONTEXT_NAME);
+    drop(r);
+    // Nested the right way round, and three deep with the middle one out of order.
+    let outer = fg.entry("X").enter().unwrap();
+    let middle = fg.context("c2").entry("Y").enter().unwrap();
+    let inner = fg.entry("Z").enter().unwrap();
+    drop(middle);
+    drop(inner);
+    let next = fg.entry("W").enter().unwrap();
+    assert_eq!(next.context_name(), DEFAULT_CONTEXT_NAME, "under X, not Y");
+    drop(next);
+    drop(outer);
+}
