@@ -126,6 +126,11 @@ impl<'a> EntryBuilder<'a> {
     }
 
     /// Runs the slot chain. A queueing wait a slot asked for is slept through the engine's clock.
+    ///
+    /// The entry becomes the thread's current one (entries started on the thread meanwhile nest under
+    /// it), so exit it on that thread: dropped on another, it exits, but its thread keeps it current.
+    /// For an entry that moves between threads, use [`enter_async`](Self::enter_async) or
+    /// [`enter_owned`](Self::enter_owned).
     #[inline]
     pub fn enter(self) -> Result<Entry<'a>, BlockError> {
         self.admit(true, |active| Entry { active })
