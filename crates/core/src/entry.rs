@@ -129,7 +129,7 @@ impl<'a> EntryBuilder<'a> {
     ///
     /// The entry becomes the thread's current one (entries started on the thread meanwhile nest under
     /// it), so exit it on that thread: dropped on another, it exits, but its thread keeps it current.
-    /// For an entry that moves between threads, use [`enter_async`](Self::enter_async) or
+    /// For an entry that moves between threads, use `enter_async` (feature `tokio`) or
     /// [`enter_owned`](Self::enter_owned).
     #[inline]
     pub fn enter(self) -> Result<Entry<'a>, BlockError> {
