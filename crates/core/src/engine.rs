@@ -226,24 +226,45 @@ impl Inner {
 
     #[cold]
     fn create_resource(&self, name: &str) -> Option<&Resource> {
-        let _guard = self.lock();
+        // Past the cap every name of a flood is new: decided before the engine's lock, so that such
+        // entries do not all queue on it (the resources only grow, so the cap stays reached).
+        if self.over_cap(name) {
+            return self.over_cap_resource();
+        }
+        let guard = self.lock();
         if let Some(id) = self.resource_index.get(name) {
             return self.resources.get(id);
         }
-        if self.resources.len() >= self.config.max_resources && !self.names_in_rules(name) {
-            self.resource_cap_hits.fetch_add(1, Ordering::Relaxed);
-            if !self.system.in_force() && !self.degrade.in_force_for(true) {
-                return None;
-            }
-            // System rules apply to every inbound entry, and default (`"*"`) breakers to every
-            // resource: past the cap they still do, through one shared resource, so that names a
-            // client makes up cannot grow the engine without bound.
-            if let Some(id) = self.resource_index.get(OVER_CAP_RESOURCE) {
-                return self.resources.get(id);
-            }
-            return self.push_resource_locked(OVER_CAP_RESOURCE);
+        if self.over_cap(name) {
+            drop(guard);
+            return self.over_cap_resource();
         }
         self.push_resource_locked(name)
+    }
+
+    /// Whether `name`, new, is past the resource cap: the cap is reached and no rule needs it.
+    fn over_cap(&self, name: &str) -> bool {
+        self.resources.len() >= self.config.max_resources && !self.names_in_rules(name)
+    }
+
+    /// The resource of an entry on a new name past the cap: none, or [`OVER_CAP_RESOURCE`] while rules
+    /// that apply to every entry are in force.
+    fn over_cap_resource(&self) -> Option<&Resource> {
+        self.resource_cap_hits.fetch_add(1, Ordering::Relaxed);
+        if !self.system.in_force() && !self.degrade.in_force_for(true) {
+            return None;
+        }
+        // System rules apply to every inbound entry, and default (`"*"`) breakers to every resource:
+        // past the cap they still do, through one shared resource, so that names a client makes up
+        // cannot grow the engine without bound.
+        if let Some(id) = self.resource_index.get(OVER_CAP_RESOURCE) {
+            return self.resources.get(id);
+        }
+        let _guard = self.lock();
+        if let Some(id) = self.resource_index.get(OVER_CAP_RESOURCE) {
+            return self.resources.get(id);
+        }
+        self.push_resource_locked(OVER_CAP_RESOURCE)
     }
 
     /// Creates the resource `name` (the caller holds the engine lock and checked the cap).
