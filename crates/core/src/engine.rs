@@ -351,22 +351,27 @@ impl Inner {
         if let Some(id) = self.context_index.get(name) {
             return id;
         }
-        let _guard = self.lock();
-        if let Some(id) = self.context_index.get(name) {
-            return id;
-        }
         // A context a CHAIN rule names is created even past the cap: in the default context, the
-        // rule would never apply.
-        if self.contexts.len() >= self.config.max_contexts
-            && !self
-                .flow
-                .snapshot()
-                .references(name, crate::flow::FlowStrategy::Chain)
-        {
-            self.context_cap_hits.fetch_add(1, Ordering::Relaxed);
-            return 0;
+        // rule would never apply. Checked before the lock too, so that a flood of new names past
+        // the cap does not queue on it.
+        let over_cap = || {
+            self.contexts.len() >= self.config.max_contexts
+                && !self
+                    .flow
+                    .snapshot()
+                    .references(name, crate::flow::FlowStrategy::Chain)
+        };
+        if !over_cap() {
+            let _guard = self.lock();
+            if let Some(id) = self.context_index.get(name) {
+                return id;
+            }
+            if !over_cap() {
+                return self.create_context_locked(name).unwrap_or(0);
+            }
         }
-        self.create_context_locked(name).unwrap_or(0)
+        self.context_cap_hits.fetch_add(1, Ordering::Relaxed);
+        0
     }
 
     fn create_context_locked(&self, name: &str) -> Option<u32> {
