@@ -130,8 +130,19 @@ impl OsProbe {
                         thread::park_timeout(next - now);
                     }
                 }
-            })
-            .ok()?;
+            });
+        let handle = match handle {
+            Ok(handle) => handle,
+            Err(error) => {
+                // Load and CPU then stay unavailable, and the system rules on them never block: say so.
+                tracing::error!(
+                    target: "floodgate::system",
+                    %error,
+                    "cannot start the system probe thread; load and CPU rules will not apply"
+                );
+                return None;
+            }
+        };
         Some(Running {
             clock,
             handle: Mutex::new(Some(handle)),
