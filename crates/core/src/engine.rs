@@ -296,11 +296,9 @@ impl Inner {
     /// Whether any rule names `resource`, or a RELATE rule reads it (such a resource is created even
     /// past the resource cap: a RELATE rule needs its reference counted).
     fn names_in_rules(&self, resource: &str) -> bool {
-        self.flow.snapshot().has_rules(resource)
-            || self
-                .flow
-                .snapshot()
-                .references(resource, crate::flow::FlowStrategy::Relate)
+        let flow = self.flow.snapshot();
+        flow.has_rules(resource)
+            || flow.references(resource, crate::flow::FlowStrategy::Relate)
             || self.degrade.snapshot().has_rules(resource)
             || self.authority.snapshot().has_rules(resource)
             || self.param_flow.snapshot().has_rules(resource)

@@ -25,6 +25,7 @@ use rustc_hash::FxHashMap;
 
 use super::manager::{ParamRuleState, Rules, Verdict};
 use crate::block::{BlockError, BlockKind, BlockRule};
+use crate::engine::{Inner, Resource};
 use crate::param::ParamValue;
 use crate::rules::RuleType;
 use crate::slot::{ExitContext, Hooks, Slot, SlotContext, order};
@@ -151,12 +152,7 @@ fn release(rules: &Rules, scope: u32, args: &[ParamValue<'_>], generation: u64) 
 }
 
 /// Releases what [`ParamFlowSlot::entry`] counted for `resource` under `generation` (0: nothing).
-fn release_counted(
-    engine: &crate::engine::Inner,
-    resource: &crate::engine::Resource,
-    args: &[ParamValue<'_>],
-    generation: u64,
-) {
+fn release_counted(engine: &Inner, resource: &Resource, args: &[ParamValue<'_>], generation: u64) {
     if generation == 0 {
         return;
     }
