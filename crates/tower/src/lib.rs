@@ -7,8 +7,9 @@
 //! otherwise `METHOD:/*`, or whatever [`FloodgateLayer::resource_fn`] returns. Methods other than the
 //! eight of RFC 9110 and PATCH are named `_OTHER`. The caller's origin comes from a header of your
 //! choice (the engine counts at most 1000 origins per resource apart; clients choose header values). A blocked request gets a response from the
-//! [`BlockResponse`] (by default 429 with `Retry-After` for flow and hot-parameter blocks, 503 for circuit
-//! breakers and system protection, 403 for authority, each with a short body naming the kind). Errors,
+//! [`BlockResponse`] (by default 429 for flow and hot-parameter blocks, 503 for circuit breakers and
+//! system protection, 403 for authority, each with a short body naming the kind, and `Retry-After`
+//! where the rule tells when to retry: [`DefaultBlockResponse::retry_after`]). Errors,
 //! 5xx responses, gRPC server failures (a `grpc-status` header of UNKNOWN, DEADLINE_EXCEEDED,
 //! UNIMPLEMENTED, INTERNAL, UNAVAILABLE or DATA_LOSS) and panics are traced into the entry, so
 //! error-ratio breakers see failing requests. The entry exits when the response is ready, when the

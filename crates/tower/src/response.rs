@@ -1,7 +1,9 @@
 //! What a blocked request gets.
 
-use floodgate_core::{BlockError, BlockKind};
-use http::{Response, StatusCode, header};
+use floodgate_core::{
+    BlockError, BlockKind, ControlBehavior, DegradeRule, FlowGrade, ParamFlowRule,
+};
+use http::{HeaderValue, Response, StatusCode, header};
 
 /// Turns a block into a response.
 pub trait BlockResponse<B> {
@@ -9,8 +11,9 @@ pub trait BlockResponse<B> {
     fn respond(&self, block: &BlockError) -> Response<B>;
 }
 
-/// 429 with `Retry-After: 1` for flow and hot-parameter blocks, 503 for circuit breakers, system
-/// protection and user slots, 403 for authority; a short plain-text body naming the kind.
+/// 429 for flow and hot-parameter blocks, 503 for circuit breakers, system protection and user slots,
+/// 403 for authority; a short plain-text body naming the kind; and a `Retry-After` header where the
+/// rule tells when a retry may pass (see [`retry_after`](Self::retry_after)).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DefaultBlockResponse;
 
@@ -23,6 +26,34 @@ impl DefaultBlockResponse {
             _ => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
+
+    /// The seconds a client should wait before retrying, where the blocking rule tells:
+    ///
+    /// * flow: 1 (QPS is counted per second, and calls in flight end);
+    /// * hot parameters: the rule's `durationInSec` for its token bucket (a value's bucket refills only
+    ///   once that window has passed), else 1;
+    /// * circuit breakers: the rule's `timeWindow` (the breaker lets a probe through after it at the
+    ///   latest);
+    /// * authority, system protection and user slots: none (waiting does not help, or nothing says how
+    ///   long).
+    pub fn retry_after(block: &BlockError) -> Option<u64> {
+        match block.kind() {
+            BlockKind::Flow => Some(1),
+            BlockKind::ParamFlow => Some(match block.rule_as::<ParamFlowRule>() {
+                Some(rule)
+                    if rule.grade == FlowGrade::Qps
+                        && rule.control_behavior == ControlBehavior::Reject =>
+                {
+                    rule.duration_in_sec.max(1)
+                }
+                _ => 1,
+            }),
+            BlockKind::Degrade => block
+                .rule_as::<DegradeRule>()
+                .map(|rule| u64::from(rule.time_window.max(1))),
+            _ => None,
+        }
+    }
 }
 
 impl<B: From<String>> BlockResponse<B> for DefaultBlockResponse {
@@ -31,8 +62,8 @@ impl<B: From<String>> BlockResponse<B> for DefaultBlockResponse {
         let mut builder = Response::builder()
             .status(status)
             .header(header::CONTENT_TYPE, "text/plain; charset=utf-8");
-        if status == StatusCode::TOO_MANY_REQUESTS {
-            builder = builder.header(header::RETRY_AFTER, "1");
+        if let Some(seconds) = Self::retry_after(block) {
+            builder = builder.header(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         let body = format!("{}\n", block);
         builder

@@ -1,6 +1,7 @@
 //! The layer over a real axum router: statuses per block kind, exits on every path, 5xx traced,
 //! bounded resource names, awaited queueing waits.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -8,7 +9,8 @@ use axum::body::Body;
 use axum::http::{HeaderName, Request, StatusCode, header};
 use axum::routing::get;
 use floodgate_core::{
-    BlockError, BlockKind, Clock, DegradeRule, Floodgate, ManualClock, ManualProbe, RuleType,
+    BlockError, BlockKind, BlockRule, Clock, ControlBehavior, DegradeRule, Floodgate, FlowGrade,
+    ManualClock, ManualProbe, ParamFlowRule, RuleType,
 };
 use floodgate_tower::{DefaultBlockResponse, FloodgateLayer};
 use tower::{Service, ServiceExt};
@@ -121,9 +123,58 @@ async fn every_block_kind_maps_to_its_status() {
     fg.load_rules_json(RuleType::System, r#"[{"qps":0}]"#)
         .unwrap();
     assert_eq!(
-        status(&app, "/orders/4", None).await.0,
-        StatusCode::SERVICE_UNAVAILABLE
+        status(&app, "/orders/4", None).await,
+        (StatusCode::SERVICE_UNAVAILABLE, None),
+        "system: no Retry-After (nothing says when load falls)"
     );
+}
+
+#[test]
+fn retry_after_follows_the_blocking_rule() {
+    let block = |kind, rule: Option<Arc<dyn BlockRule>>| {
+        let block = BlockError::new(kind, Arc::from("r"));
+        DefaultBlockResponse::retry_after(&match rule {
+            Some(rule) => block.with_rule(rule),
+            None => block,
+        })
+    };
+    let minute_bucket = ParamFlowRule::new("r", 0, 5.0).duration_in_sec(60);
+    assert_eq!(
+        block(BlockKind::ParamFlow, Some(Arc::new(minute_bucket.clone()))),
+        Some(60),
+        "a value's bucket refills only after its window"
+    );
+    assert_eq!(
+        block(
+            BlockKind::ParamFlow,
+            Some(Arc::new(
+                minute_bucket
+                    .clone()
+                    .control_behavior(ControlBehavior::RateLimiter)
+            ))
+        ),
+        Some(1),
+        "pacing frees a slot sooner"
+    );
+    assert_eq!(
+        block(
+            BlockKind::ParamFlow,
+            Some(Arc::new(minute_bucket.grade(FlowGrade::Thread)))
+        ),
+        Some(1)
+    );
+    assert_eq!(block(BlockKind::Flow, None), Some(1));
+    assert_eq!(
+        block(
+            BlockKind::Degrade,
+            Some(Arc::new(DegradeRule::error_count("r", 3.0).time_window(30)))
+        ),
+        Some(30),
+        "a probe passes after the breaker's time window"
+    );
+    assert_eq!(block(BlockKind::Degrade, None), None);
+    assert_eq!(block(BlockKind::Authority, None), None);
+    assert_eq!(block(BlockKind::Custom, None), None);
 }
 
 #[tokio::test]
@@ -146,9 +197,9 @@ async fn server_errors_open_an_error_ratio_breaker() {
         "5xx traced"
     );
     assert_eq!(
-        status(&app, "/fail", None).await.0,
-        StatusCode::SERVICE_UNAVAILABLE,
-        "the breaker opened"
+        status(&app, "/fail", None).await,
+        (StatusCode::SERVICE_UNAVAILABLE, Some("10".to_owned())),
+        "the breaker opened; a probe passes after its 10 s window"
     );
 }
 
