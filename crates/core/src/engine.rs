@@ -1099,8 +1099,9 @@ impl Floodgate {
     }
 
     /// Blocks since the engine started, per resource and [`BlockKind`], in the order first seen: exact
-    /// lifetime counters (kept by the block log, so a chain without the `log` slot counts none). Past the
-    /// block log's 4096 keys (resource × kind × rule × origin), new keys count under resource `__other__`.
+    /// lifetime counters (kept by the block log, so a chain without the `log` slot counts none). Every
+    /// resource keeps its own counts however many callers it has (the block log's lines gather the callers
+    /// past 100 per resource and kind under origin `__other__`).
     pub fn block_counts(&self) -> Vec<(Arc<str>, BlockKind, u64)> {
         self.inner.block_log.totals()
     }
@@ -1278,7 +1279,8 @@ impl FloodgateBuilder {
         self
     }
 
-    /// Appends the aggregated block log (Sentinel's `sentinel-block.log` lines) to `path`.
+    /// Appends the aggregated block log (Sentinel's `sentinel-block.log` lines) to `path`, rolled over to
+    /// `<path>.1` (replacing it) once the file holds 64 MiB.
     pub fn block_log_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
         self.block_log_file = Some(path.into());
         self

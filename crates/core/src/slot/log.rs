@@ -8,9 +8,16 @@
 //! ```
 //!
 //! (UTC time, then the key, then the count), kept in memory (the last 1000 lines) and appended to a file
-//! when one is configured. Recording takes a short lock and allocates only the first time a key is seen:
-//! a finished second's counts are only moved aside on the blocking path; lines are formatted when the log
-//! is read, or by a writer thread that wakes once a second when a file is configured.
+//! when one is configured (rolled over to `<file>.1` past 64 MiB). Recording takes a short lock and
+//! allocates only the first time a key is seen: a finished second's counts are only moved aside on the
+//! blocking path; lines are formatted when the log is read, or by a writer thread that wakes once a second
+//! when a file is configured. A block stamped with a second older than its key's (the clock stepped back)
+//! counts in the key's second. `|`, `,` and line breaks in names and origins are written as `_`.
+//!
+//! Keys are bounded, and a resource's counts never mix with another's: past 100 (rule, origin) keys on
+//! one `(resource, kind)`, or 4096 keys in all, a new key's blocks count under that `(resource, kind)`'s
+//! own `__other__` origin (callers choose origins: one spraying made-up ones must not take the keys of
+//! every other resource).
 //!
 //! Each key also belongs to a group, its `(resource, kind)`, which keeps the lifetime total of its blocks
 //! (for exporters such as Prometheus) and a tagged cell `(second, blocks)` that samples `tracing` events:
@@ -37,7 +44,14 @@ use crate::clock::Clock;
 use crate::stat::{AddOutcome, cell};
 
 const RECENT_LINES: usize = 1000;
+/// Keys in all; past them, new keys go to their group's overflow key.
 const MAX_KEYS: usize = 4096;
+/// Keys per `(resource, kind)` group, its overflow key aside.
+const MAX_KEYS_PER_GROUP: u32 = 100;
+/// The origin written for a group's overflow key.
+const OTHER_ORIGINS: &str = "__other__";
+/// The size past which the block log file is rolled over to `<file>.1`.
+const MAX_FILE_BYTES: u64 = 64 << 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct Key {
@@ -45,6 +59,8 @@ struct Key {
     kind: BlockKind,
     rule: Option<i64>,
     origin: u64,
+    /// The group's overflow key (rule and origin are then empty).
+    overflow: bool,
 }
 
 /// One key's description and its count for the second in its tagged cell.
@@ -70,11 +86,11 @@ struct Group {
     sample: AtomicU64,
 }
 
-/// The tallies and groups by key.
+/// The tallies and groups by key; each group with the number of its keys.
 #[derive(Debug, Default)]
 struct Index {
     keys: FxHashMap<Key, u32>,
-    groups: FxHashMap<(u32, BlockKind), Arc<Group>>,
+    groups: FxHashMap<(u32, BlockKind), (Arc<Group>, u32)>,
 }
 
 /// Where finished seconds go: counts waiting to be formatted, the formatted lines, the file.
@@ -83,6 +99,12 @@ struct Output {
     pending: Vec<(u32, u64, u64)>,
     recent: VecDeque<String>,
     file: Option<BufWriter<File>>,
+    /// Bytes in the file (its length when opened, plus what was written since).
+    written: u64,
+    /// Whether the last attempt to open the file failed (warned once until it opens).
+    open_failed: bool,
+    /// The size past which the file is rolled over ([`MAX_FILE_BYTES`]; smaller in tests).
+    roll_at: u64,
     path: Option<PathBuf>,
 }
 
@@ -96,6 +118,57 @@ impl Output {
         }
         self.pending.push(count);
     }
+
+    /// Appends `lines` to the file, if one is configured: opened on first use, rolled over to
+    /// `<file>.1` (replacing it) once it holds [`MAX_FILE_BYTES`]. Failures are warned of, once until
+    /// the file opens again; the lines stay in memory all the same.
+    fn write_file(&mut self, lines: &[String]) {
+        let Some(path) = self.path.clone() else {
+            return;
+        };
+        if self.file.is_some() && self.written >= self.roll_at {
+            self.file = None;
+            let mut rolled = path.clone().into_os_string();
+            rolled.push(".1");
+            if let Err(error) = std::fs::rename(&path, &rolled) {
+                tracing::warn!(target: "floodgate::block", %error, ?path, "the block log could not be rolled over");
+            }
+        }
+        if self.file.is_none() {
+            match OpenOptions::new().create(true).append(true).open(&path) {
+                Ok(file) => {
+                    self.written = file.metadata().map_or(0, |m| m.len());
+                    self.file = Some(BufWriter::new(file));
+                    self.open_failed = false;
+                }
+                Err(error) => {
+                    if !self.open_failed {
+                        tracing::warn!(target: "floodgate::block", %error, ?path, "the block log file could not be opened");
+                    }
+                    self.open_failed = true;
+                    return;
+                }
+            }
+        }
+        let Some(file) = &mut self.file else {
+            return;
+        };
+        let mut result = Ok(());
+        for line in lines {
+            result = result.and_then(|()| writeln!(file, "{line}"));
+            self.written += line.len() as u64 + 1;
+        }
+        if let Err(error) = result.and_then(|()| file.flush()) {
+            tracing::warn!(target: "floodgate::block", %error, ?path, "the block log file could not be written");
+            // Reopened next time.
+            self.file = None;
+        }
+    }
+}
+
+/// `text` fit for a field of a log line: `|` and `,` separate fields, a line break ends the line.
+fn log_field(text: &str) -> String {
+    text.replace(['|', ',', '\n', '\r'], "_")
 }
 
 #[derive(Debug, Default)]
@@ -115,7 +188,7 @@ thread_local! {
     /// The last key this thread recorded, per log: blocks of one kind on one resource from one caller
     /// skip the index lock.
     static LAST: Cell<(u64, Key, u32)> = const {
-        Cell::new((0, Key { resource: 0, kind: BlockKind::Custom, rule: None, origin: 0 }, 0))
+        Cell::new((0, Key { resource: 0, kind: BlockKind::Custom, rule: None, origin: 0, overflow: false }, 0))
     };
 }
 
@@ -137,6 +210,7 @@ impl BlockLog {
                 id: NEXT_LOG_ID.fetch_add(1, Ordering::Relaxed),
                 output: Mutex::new(Output {
                     path,
+                    roll_at: MAX_FILE_BYTES,
                     ..Output::default()
                 }),
                 ..Shared::default()
@@ -145,7 +219,7 @@ impl BlockLog {
         if has_file {
             // The writer holds only a weak reference: it ends when the engine (and its log) is dropped.
             let shared: Weak<Shared> = Arc::downgrade(&log.shared);
-            let _ = std::thread::Builder::new()
+            let spawned = std::thread::Builder::new()
                 .name("floodgate-block-log".into())
                 .spawn(move || {
                     while let Some(shared) = shared.upgrade() {
@@ -154,6 +228,16 @@ impl BlockLog {
                         std::thread::sleep(std::time::Duration::from_secs(1));
                     }
                 });
+            if let Err(error) = spawned {
+                // Without the writer nothing would drain the queue: keep the log in memory (bounded).
+                let path = lock(&log.shared.output).path.take();
+                tracing::error!(
+                    target: "floodgate::block",
+                    %error,
+                    path = ?path,
+                    "the block log's writer thread did not start; blocks are logged in memory only"
+                );
+            }
         }
         log
     }
@@ -174,6 +258,7 @@ impl BlockLog {
             kind: block.kind(),
             rule: block.rule().and_then(|r| r.id()),
             origin: FxBuildHasher.hash_one(origin),
+            overflow: false,
         };
         let id = shared.id;
         let index = match LAST.with(Cell::get) {
@@ -204,6 +289,13 @@ impl BlockLog {
                 }
             }
             AddOutcome::Stale => {
+                // Stamped before the key's second (the clock stepped back, or a contended write gave
+                // up): counted in the key's second, not queued as a line of its own per block.
+                if let Some((tag, _)) = cell::unpack(tally.cell.load(Ordering::Relaxed)) {
+                    if cell::add(&tally.cell, tag, count) == AddOutcome::Added {
+                        return;
+                    }
+                }
                 lock(&shared.output).queue((index, second, u64::from(count)));
             }
         }
@@ -242,64 +334,72 @@ fn report_block(block: &BlockError, origin: &str, previous_second: u32, previous
 }
 
 impl Shared {
-    /// The tally index of `key`, created on first sight (allocates once per key); past `MAX_KEYS` keys,
-    /// blocks count under one `__other__` key per kind.
+    /// The tally index of `key`, created on first sight (allocates once per key); past
+    /// [`MAX_KEYS_PER_GROUP`] keys of its `(resource, kind)`, or [`MAX_KEYS`] in all, blocks count under
+    /// the group's overflow key.
     #[cold]
     fn index_of(&self, key: Key, block: &BlockError, origin: &str, second: u64) -> Option<u32> {
         let mut index = lock(&self.index);
+        let index = &mut *index;
         if let Some(i) = index.keys.get(&key) {
             return Some(*i);
         }
-        let overflow = index.keys.len() >= MAX_KEYS;
-        let key = if overflow {
-            Key {
-                resource: u32::MAX,
-                kind: block.kind(),
-                rule: None,
-                origin: 0,
-            }
-        } else {
-            key
-        };
-        if let Some(i) = index.keys.get(&key) {
-            return Some(*i);
-        }
-        let resource: Arc<str> = Arc::from(if overflow {
-            "__other__"
-        } else {
-            block.resource()
-        });
-        let group = match index.groups.get(&(key.resource, key.kind)) {
-            Some(g) => g.clone(),
+        let (group, keys) = match index.groups.get_mut(&(key.resource, key.kind)) {
+            Some((g, keys)) => (g.clone(), keys),
             None => {
                 let g = Arc::new(Group {
-                    resource: resource.clone(),
+                    resource: block.resource().into(),
                     kind: key.kind,
                     total: AtomicU64::new(0),
                     // The second before: the first block recycles the cell and reports.
                     sample: AtomicU64::new(cell::pack((second as u32).wrapping_sub(1), 0)),
                 });
                 self.groups.push(g.clone()).ok()?;
-                index.groups.insert((key.resource, key.kind), g.clone());
-                g
+                let (g, keys) = index
+                    .groups
+                    .entry((key.resource, key.kind))
+                    .or_insert((g, 0));
+                (g.clone(), keys)
             }
         };
+        let overflow = *keys >= MAX_KEYS_PER_GROUP || index.keys.len() >= MAX_KEYS;
+        let key = if overflow {
+            let key = Key {
+                rule: None,
+                origin: 0,
+                overflow: true,
+                ..key
+            };
+            if let Some(i) = index.keys.get(&key) {
+                return Some(*i);
+            }
+            key
+        } else {
+            *keys += 1;
+            key
+        };
         let tally = Tally {
-            resource,
+            resource: if group.resource.contains(['|', ',', '\n', '\r']) {
+                log_field(&group.resource).into()
+            } else {
+                group.resource.clone()
+            },
             kind: block.kind(),
             // Sentinel's AuthorityException reports the refused origin as its limitApp (the rule's
             // comma-separated list would break the line's fields).
-            limit_app: if block.kind() == BlockKind::Authority && !overflow {
-                origin.to_owned()
+            limit_app: if overflow {
+                "default".to_owned()
+            } else if block.kind() == BlockKind::Authority {
+                log_field(origin)
             } else {
                 block
                     .rule()
-                    .map_or_else(|| "default".to_owned(), |r| r.limit_app().to_owned())
+                    .map_or_else(|| "default".to_owned(), |r| log_field(r.limit_app()))
             },
             origin: if overflow {
-                String::new()
+                OTHER_ORIGINS.to_owned()
             } else {
-                origin.to_owned()
+                log_field(origin)
             },
             rule: key.rule,
             cell: AtomicU64::new(0),
@@ -348,22 +448,7 @@ impl Shared {
             })
             .collect();
         lines.sort();
-        if output.file.is_none() {
-            if let Some(path) = &output.path {
-                output.file = OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .ok()
-                    .map(BufWriter::new);
-            }
-        }
-        if let Some(file) = &mut output.file {
-            for line in &lines {
-                let _ = writeln!(file, "{line}");
-            }
-            let _ = file.flush();
-        }
+        output.write_file(&lines);
         for line in lines {
             if output.recent.len() == RECENT_LINES {
                 output.recent.pop_front();
@@ -437,6 +522,111 @@ mod tests {
         assert!(lines[RECENT_LINES - 1].starts_with(&utc_datetime(t0 / 1000 + 4999)));
         assert!(lines[0].starts_with(&utc_datetime(t0 / 1000 + 4000)));
         assert_eq!(log.totals(), [(Arc::from("R"), BlockKind::Flow, 10_000)]);
+    }
+
+    #[test]
+    fn an_origin_flood_on_one_resource_leaves_the_others_their_own_counts() {
+        let log = BlockLog::new(None, Arc::new(crate::ManualClock::new(0)));
+        let t0 = 1_700_000_000_000u64;
+        let a = BlockError::new(BlockKind::Flow, Arc::from("A"));
+        let b = BlockError::new(BlockKind::Flow, Arc::from("B"));
+        for i in 0..5000 {
+            log.record(t0, 0, &a, &format!("caller-{i}"), 1);
+        }
+        for _ in 0..10 {
+            log.record(t0, 1, &b, "partner", 1);
+        }
+        assert_eq!(
+            log.totals(),
+            [
+                (Arc::from("A"), BlockKind::Flow, 5000),
+                (Arc::from("B"), BlockKind::Flow, 10)
+            ]
+        );
+        let keys = lock(&log.shared.index).keys.len();
+        assert_eq!(
+            keys,
+            MAX_KEYS_PER_GROUP as usize + 2,
+            "A's keys, its overflow, B's"
+        );
+        let lines = log.lines(t0 + 1000);
+        let second = utc_datetime(t0 / 1000);
+        assert!(lines.contains(&format!(
+            "{second}|1|A,FlowException,default,__other__,|4900,0"
+        )));
+        assert!(lines.contains(&format!("{second}|1|B,FlowException,default,partner,|10,0")));
+        assert!(lines.contains(&format!("{second}|1|A,FlowException,default,caller-0,|1,0")));
+    }
+
+    #[test]
+    fn blocks_stamped_before_their_keys_second_count_in_it() {
+        let log = BlockLog::new(None, Arc::new(crate::ManualClock::new(0)));
+        let block = BlockError::new(BlockKind::Flow, Arc::from("R"));
+        let t0 = 1_700_000_010_000u64;
+        log.record(t0, 0, &block, "", 1);
+        // The clock stepped back a second.
+        for _ in 0..5 {
+            log.record(t0 - 1000, 0, &block, "", 1);
+        }
+        assert_eq!(
+            log.lines(t0 + 1000),
+            [format!(
+                "{}|1|R,FlowException,default,,|6,0",
+                utc_datetime(t0 / 1000)
+            )],
+            "one line, not one per late block"
+        );
+    }
+
+    #[test]
+    fn separators_in_names_and_origins_are_escaped() {
+        let log = BlockLog::new(None, Arc::new(crate::ManualClock::new(0)));
+        let block = BlockError::new(BlockKind::Authority, Arc::from("GET:/a,b|c"));
+        let t0 = 1_700_000_000_000u64;
+        log.record(t0, 0, &block, "evil|1,2\nX", 1);
+        assert_eq!(
+            log.lines(t0 + 1000),
+            [format!(
+                "{}|1|GET:/a_b_c,AuthorityException,evil_1_2_X,evil_1_2_X,|1,0",
+                utc_datetime(t0 / 1000)
+            )]
+        );
+        assert_eq!(
+            log.totals(),
+            [(Arc::from("GET:/a,b|c"), BlockKind::Authority, 1)],
+            "the counters keep the real name"
+        );
+    }
+
+    #[test]
+    fn the_file_rolls_over_past_its_size() {
+        let dir = std::env::temp_dir().join(format!(
+            "floodgate-block-log-{}-{}",
+            std::process::id(),
+            NEXT_LOG_ID.load(Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("sentinel-block.log");
+        let log = BlockLog::new(Some(path.clone()), Arc::new(crate::ManualClock::new(0)));
+        lock(&log.shared.output).roll_at = 200;
+        let block = BlockError::new(BlockKind::Flow, Arc::from("R"));
+        let t0 = 1_700_000_000_000u64;
+        for s in 0..10u64 {
+            log.record(t0 + s * 1000, 0, &block, "", 1);
+            log.lines(t0 + (s + 1) * 1000);
+        }
+        let current = std::fs::read_to_string(&path).unwrap();
+        let rolled = std::fs::read_to_string(dir.join("sentinel-block.log.1")).unwrap();
+        assert!(current.len() <= 200 + 60, "{} bytes", current.len());
+        assert!(rolled.len() >= 200, "{} bytes", rolled.len());
+        assert!(
+            current.ends_with(&format!(
+                "{}|1|R,FlowException,default,,|1,0\n",
+                utc_datetime(t0 / 1000 + 9)
+            )),
+            "{current}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
