@@ -1114,3 +1114,36 @@ fn a_breaker_still_counts_after_its_window_tags_wrap() {
     }
     assert_eq!(states(&fg, "R"), [BreakerState::Open]);
 }
+
+/// Rules pushed back as the engine dumped them are the same rules: floats survive the JSON round trip
+/// exactly (serde_json's `float_roundtrip`; without it, about one fraction in ten came back a bit
+/// off, so reloading an engine's own dump replaced an open breaker by a closed one).
+#[test]
+fn reloading_the_engines_own_dump_keeps_an_open_breaker_open() {
+    let (clock, fg) = engine();
+    fg.load_degrade_rules([DegradeRule::error_ratio("R", 1.0 / 11.0)
+        .time_window(10)
+        .min_request_amount(1)])
+        .unwrap();
+    assert!(call_err(&clock, &fg, "R", true, 1));
+    assert_eq!(states(&fg, "R"), [Open]);
+    let dumped = fg.rules_json(RuleType::Degrade);
+    load(&fg, &dumped);
+    assert_eq!(
+        states(&fg, "R"),
+        [Open],
+        "the same rule: state carried over"
+    );
+    assert!(!call(&clock, &fg, "R", 1));
+    assert_eq!(fg.rules_json(RuleType::Degrade), dumped);
+    for a in 1..200u32 {
+        for b in [3u32, 7, 11, 53, 97, 199] {
+            let count = f64::from(a) / f64::from(b);
+            let rule = DegradeRule::error_count("R", count).time_window(1);
+            fg.load_degrade_rules([rule.clone()]).unwrap();
+            let json = fg.rules_json(RuleType::Degrade);
+            fg.load_rules_json(RuleType::Degrade, &json).unwrap();
+            assert_eq!(fg.degrade_rules(), [rule], "{a}/{b}");
+        }
+    }
+}
