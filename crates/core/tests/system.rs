@@ -141,9 +141,12 @@ fn load_blocks_only_when_bbr_says_the_process_is_full() {
     let (clock, probe, fg) = engine();
     load(&fg, r#"[{"highestSystemLoad":2.0}]"#);
     probe.set_load_average(Some(5.0));
-    // No completions yet: maxSuccessQps × minRt = 0, so the process "holds" one request.
-    let a = inbound(&fg).unwrap();
-    let b = inbound(&fg).unwrap();
+    // No completions yet: Sentinel floors the largest bucket's successes and the minimum RT at 1, so
+    // maxSuccessQps 2 × minRt 5000 (the statistics' maximum) / 1000 = room for 10.
+    let node = fg.inbound_node();
+    assert_eq!((node.max_success_qps(), node.min_rt()), (2.0, 5000.0));
+    let held: Vec<_> = (0..11).map(|_| inbound(&fg).unwrap()).collect();
+    assert_eq!(held.len(), 11, "10 in flight is not above 10");
     assert_eq!(
         limit_type(&inbound(&fg).unwrap_err()),
         SystemLimitType::Load
@@ -152,7 +155,24 @@ fn load_blocks_only_when_bbr_says_the_process_is_full() {
     let c = inbound(&fg).expect("2.0 is not above 2.0");
     probe.set_load_average(None);
     let d = inbound(&fg).expect("an unavailable load does not block");
-    drop((a, b, c, d));
+    drop((held, c, d));
+
+    // 5000 calls of under 1 ms in one bucket: minRt is floored at 1 ms, not 0 (which left room for
+    // nothing): 10,000 × 1 / 1000 = room for 10.
+    clock.advance(Duration::from_secs(2));
+    probe.set_load_average(Some(0.5));
+    for _ in 0..5000 {
+        drop(inbound(&fg).unwrap());
+    }
+    assert_eq!((node.max_success_qps(), node.min_rt()), (10_000.0, 1.0));
+    probe.set_load_average(Some(5.0));
+    let held: Vec<_> = (0..11).map(|_| inbound(&fg).unwrap()).collect();
+    assert_eq!(
+        limit_type(&inbound(&fg).unwrap_err()),
+        SystemLimitType::Load
+    );
+    drop(held);
+    probe.set_load_average(Some(0.5));
 
     // 10 completions of 100 ms in one 500 ms bucket: maxSuccessQps 20, minRt 100 → room for 2.
     clock.advance(Duration::from_secs(2));
@@ -192,7 +212,8 @@ fn dimensions_are_checked_in_sentinels_order() {
     let (_clock, probe, fg) = engine();
     probe.set_cpu_usage(Some(1.0));
     probe.set_load_average(Some(100.0));
-    let held: Vec<_> = (0..3).map(|_| inbound(&fg).unwrap()).collect();
+    // Past BBR's room without completions (2 × 5000 / 1000 = 10 in flight).
+    let held: Vec<_> = (0..11).map(|_| inbound(&fg).unwrap()).collect();
     let cases = [
         (
             r#"[{"qps":0,"maxThread":0,"highestCpuUsage":0}]"#,
@@ -272,7 +293,7 @@ fn an_invalid_rule_rejects_the_list_instead_of_disabling_the_valid_ones() {
         "rule 1: `highestCpuUsage` must be a ratio between 0 and 1, got 2.7"
     );
     probe.set_load_average(Some(3.0));
-    let held: Vec<_> = (0..2).map(|_| inbound(&fg).unwrap()).collect();
+    let held: Vec<_> = (0..11).map(|_| inbound(&fg).unwrap()).collect();
     assert_eq!(
         limit_type(&inbound(&fg).unwrap_err()),
         SystemLimitType::Load,

@@ -52,12 +52,12 @@ impl NodeView<'_> {
         self.node.avg_rt(self.now())
     }
 
-    /// Minimum response time in ms over the second window (5000 when none is smaller).
+    /// Minimum response time in ms over the second window (5000 when none is smaller, at least 1).
     pub fn min_rt(&self) -> f64 {
         self.node.min_rt(self.now())
     }
 
-    /// The best bucket's completions, scaled to a second.
+    /// The best bucket's completions (at least 1, as Sentinel's), scaled to a second.
     pub fn max_success_qps(&self) -> f64 {
         self.node.max_success_qps(self.now())
     }

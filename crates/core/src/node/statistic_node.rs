@@ -7,8 +7,8 @@
 //! * `passQps`, `blockQps`, `successQps`, `exceptionQps` = second-window sum ÷ interval in seconds;
 //!   `totalQps` = pass + block;
 //! * `avgRt` = RT sum ÷ success over the second window (0 without successes); `minRt` = the minimum over the
-//!   second window, starting from `statisticMaxRt` = 5000 ms;
-//! * `maxSuccessQps` = the largest bucket's successes × sample count ÷ interval in seconds;
+//!   second window, starting from `statisticMaxRt` = 5000 ms, at least 1;
+//! * `maxSuccessQps` = the largest bucket's successes (at least 1) × sample count ÷ interval in seconds;
 //! * `previousPassQps`/`previousBlockQps` = the previous whole second;
 //! * one-minute totals = the last 60 seconds, the current one included.
 //!
@@ -204,17 +204,20 @@ impl StatisticNode {
         self.second.sum(now, Event::Rt) as f64 / success as f64
     }
 
+    /// The smallest RT of the window, at least 1 ms (Sentinel's floor: calls of under a millisecond
+    /// must not make the system rule's BBR capacity 0), [`STATISTIC_MAX_RT`] without completions.
     pub(crate) fn min_rt(&self, now: u64) -> f64 {
         f64::from(
             self.second
                 .min_rt(now)
                 .unwrap_or(STATISTIC_MAX_RT)
-                .min(STATISTIC_MAX_RT),
+                .clamp(1, STATISTIC_MAX_RT),
         )
     }
 
+    /// The largest bucket's successes as a rate, the bucket's count floored at 1 (Sentinel's).
     pub(crate) fn max_success_qps(&self, now: u64) -> f64 {
-        let max = self.second.max_bucket(now, Event::Success);
+        let max = self.second.max_bucket(now, Event::Success).max(1);
         max as f64 * self.second.sample_count() as f64 * 1000.0 / self.second.interval() as f64
     }
 
@@ -377,6 +380,14 @@ mod tests {
         n.add_rt_and_success(n.cursor(T0, 0), 9000, 1);
         assert_eq!(n.min_rt(T0), 5000.0);
         assert_eq!(n.avg_rt(T0), 9000.0);
+    }
+
+    #[test]
+    fn min_rt_and_max_success_are_floored_at_one_as_sentinels() {
+        let n = node();
+        assert_eq!(n.max_success_qps(T0), 2.0, "no completions: 1 per bucket");
+        n.add_rt_and_success(n.cursor(T0, 0), 0, 1);
+        assert_eq!(n.min_rt(T0), 1.0, "a call of under 1 ms");
     }
 
     #[test]
