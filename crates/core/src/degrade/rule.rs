@@ -180,7 +180,9 @@ impl DegradeRule {
         if self.stat_interval_ms == 0 {
             return err("statIntervalMs", "must be > 0".into());
         }
-        if self.grade == DegradeGrade::SlowRequestRatio
+        // Checked for every grade: a NaN would make the rule unequal to itself, so that reloading the
+        // same list replaced its breaker, and an infinity would not survive JSON.
+        if (self.grade == DegradeGrade::SlowRequestRatio || !self.slow_ratio_threshold.is_finite())
             && !(0.0..=1.0).contains(&self.slow_ratio_threshold)
         {
             return err(

@@ -14,6 +14,7 @@ mod warm_up_rate_limiter;
 pub(crate) use manager::FlowRules;
 pub use manager::FlowStatus;
 pub(crate) use reject::RejectController;
+pub(crate) use rule::u32_range;
 pub use rule::{ClusterFlowConfig, ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
 pub use slot::FlowSlot;
 pub(crate) use throttling::ThrottlingController;

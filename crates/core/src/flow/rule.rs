@@ -319,9 +319,7 @@ impl FlowRule {
         };
         let non_negative = |field: &str, v: Option<i64>, default: u32| match v {
             None => Ok(default),
-            Some(v) => {
-                u32::try_from(v).map_err(|_| f.error(field, format!("must be ≥ 0, got {v}")))
-            }
+            Some(v) => u32::try_from(v).map_err(|_| f.error(field, u32_range(v))),
         };
         rule.warm_up_period_sec =
             non_negative("warmUpPeriodSec", f.integer("warmUpPeriodSec")?, 10)?;
@@ -404,3 +402,12 @@ impl FlowRule {
 }
 
 crate::block::rule_with_id_and_limit_app!(FlowRule);
+
+/// Why `v` does not fit a `u32` rule field.
+pub(crate) fn u32_range(v: i64) -> String {
+    if v < 0 {
+        format!("must be ≥ 0, got {v}")
+    } else {
+        format!("must be at most {}, got {v}", u32::MAX)
+    }
+}

@@ -373,14 +373,14 @@ impl ParamFlowRule {
                 ));
             }
         };
+        // The fields' whole range (they are `u32`), so that every rule the typed API accepts loads
+        // back from its JSON.
         let non_negative = |field: &str| -> Result<Option<u32>, RuleError> {
             match f.integer(field)? {
                 None => Ok(None),
-                Some(v) => i32::try_from(v)
-                    .ok()
-                    .and_then(|v| u32::try_from(v).ok())
+                Some(v) => u32::try_from(v)
                     .map(Some)
-                    .ok_or_else(|| f.error(field, format!("must be ≥ 0, got {v}"))),
+                    .map_err(|_| f.error(field, crate::flow::u32_range(v))),
             }
         };
         rule.max_queueing_time_ms = non_negative("maxQueueingTimeMs")?.unwrap_or(0);

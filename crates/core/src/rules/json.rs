@@ -132,6 +132,10 @@ impl<'a> RuleFields<'a> {
                 }
                 match n.as_f64() {
                     Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Ok(Some(f as i64)),
+                    Some(f) if f.fract() == 0.0 => Err(self.error(
+                        field,
+                        format!("is out of range ({} to {}), got {n}", i64::MIN, i64::MAX),
+                    )),
                     _ => Err(self.error(field, format!("must be a whole number, got {n}"))),
                 }
             }

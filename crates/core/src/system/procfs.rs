@@ -86,28 +86,34 @@ pub(crate) fn parse_proc_stat(text: &str) -> Option<HostTicks> {
         return None;
     }
     // user nice system idle iowait irq softirq steal [guest guest_nice: already in user and nice]
-    let total: u64 = values.iter().take(8).sum();
-    let idle = values[3] + values.get(4).copied().unwrap_or(0);
+    // Checked: absurd counters (a bogus tree under `with_root`) read as unavailable, never panic the
+    // sampler.
+    let total = values
+        .iter()
+        .take(8)
+        .try_fold(0u64, |sum, v| sum.checked_add(*v))?;
+    let idle = values[3].checked_add(values.get(4).copied().unwrap_or(0))?;
     Some(HostTicks {
-        busy: total - idle,
+        busy: total.checked_sub(idle)?,
         total,
     })
 }
 
 /// The number of CPUs in a CPU list such as `0-3,6`.
 pub(crate) fn parse_cpu_list(text: &str) -> Option<usize> {
-    let mut count = 0;
+    let mut count: usize = 0;
     for part in text.trim().split(',').filter(|p| !p.is_empty()) {
-        count += match part.split_once('-') {
+        let n = match part.split_once('-') {
             Some((a, b)) => {
                 let (a, b): (usize, usize) = (a.parse().ok()?, b.parse().ok()?);
-                b.checked_sub(a)? + 1
+                b.checked_sub(a)?.checked_add(1)?
             }
             None => {
                 part.parse::<usize>().ok()?;
                 1
             }
         };
+        count = count.checked_add(n)?;
     }
     (count > 0).then_some(count)
 }
@@ -310,6 +316,13 @@ mod tests {
         assert_eq!(count_proc_stat_cpus(text), Some(2));
         assert_eq!(parse_proc_stat("cpu  1 2\n"), None);
         assert_eq!(parse_proc_stat("intr 1\n"), None);
+        let max = u64::MAX;
+        assert_eq!(
+            parse_proc_stat(&format!("cpu  {max} 1 0 0\n")),
+            None,
+            "overflowing counters read as unavailable, without a panic"
+        );
+        assert_eq!(parse_proc_stat(&format!("cpu  0 0 0 {max} 1\n")), None);
     }
 
     #[test]
@@ -319,6 +332,13 @@ mod tests {
         assert_eq!(parse_cpu_list("0"), Some(1));
         assert_eq!(parse_cpu_list(""), None);
         assert_eq!(parse_cpu_list("3-1"), None);
+        let max = usize::MAX;
+        assert_eq!(
+            parse_cpu_list(&format!("0-{max}")),
+            None,
+            "no overflow panic"
+        );
+        assert_eq!(parse_cpu_list(&format!("0-{},5", max - 1)), None);
     }
 
     #[test]

@@ -103,6 +103,16 @@ impl SystemRule {
                 }
             }
         }
+        for (field, value) in [("avgRt", self.avg_rt), ("maxThread", self.max_thread)] {
+            // Rules are saved as JSON and read back: a value JSON rules cannot hold would be lost.
+            if value.is_some_and(|v| i64::try_from(v).is_err()) {
+                return Err(RuleError::invalid(
+                    index,
+                    field,
+                    format!("must be at most {}, got {}", i64::MAX, value.unwrap_or(0)),
+                ));
+            }
+        }
         if let Some(cpu) = self.highest_cpu_usage {
             if cpu > 1.0 {
                 return Err(RuleError::invalid(
