@@ -219,7 +219,7 @@ impl<'a> EntryBuilder<'a> {
             node_counted: false,
             origin_node_id: None,
             wait: Duration::ZERO,
-            occupied: false,
+            occupied: None,
             attachments: Vec::new(),
             param_generation: 0,
         };

@@ -247,6 +247,81 @@ fn prioritized_entries_borrow_the_next_window() {
     assert_eq!(burst(&fg, "R", 10), 3);
 }
 
+/// A prioritized entry that borrowed from the next window and was then blocked by a later slot (here an
+/// open breaker) borrows nothing: its pass would have taken a place of the next window for a request
+/// that never ran.
+#[test]
+fn a_prioritized_entry_blocked_after_borrowing_leaves_the_next_window_alone() {
+    let (clock, fg) = engine();
+    load(&fg, r#"[{"resource":"R","count":10}]"#);
+    clock.set(T0 + 100);
+    assert_eq!(burst(&fg, "R", 4), 4);
+    clock.set(T0 + 600);
+    assert_eq!(burst(&fg, "R", 6), 6);
+    clock.set(T0 + 700);
+    fg.load_degrade_rules([floodgate_core::DegradeRule::error_count("R", 1.0)
+        .min_request_amount(1)
+        .time_window(1)])
+        .unwrap();
+    for _ in 0..2 {
+        let e = fg.entry("R").prioritized().enter();
+        // The flow slot would borrow (see above); the breaker, closed, lets it through to fail.
+        let e = e.expect("borrowed");
+        e.trace(&std::io::Error::other("boom"));
+    }
+    let node = fg.cluster_node("R").unwrap();
+    assert_eq!(node.waiting(), 2, "two admitted borrows");
+    let block = fg.entry("R").prioritized().enter().unwrap_err();
+    assert_eq!(block.kind(), floodgate_core::BlockKind::Degrade);
+    assert_eq!(node.waiting(), 2, "the blocked entry borrowed nothing");
+    assert_eq!(node.occupied_pass_qps(), 2.0);
+    clock.set(T0 + 1000);
+    assert_eq!(node.pass_qps(), 8.0, "6 from [500, 1000) + 2 borrowed");
+}
+
+/// With the occupy timeout at the whole interval, a borrow reaches a window whose slot is the current
+/// window's: it must not recycle the current window's borrowed passes.
+#[test]
+fn a_borrow_one_interval_ahead_keeps_the_current_windows_borrows() {
+    let clock = ManualClock::new(T0);
+    let fg = Floodgate::builder()
+        .clock(clock.clone())
+        .occupy_timeout(Duration::from_millis(1000))
+        .build();
+    load(&fg, r#"[{"resource":"R","count":4}]"#);
+    clock.set(T0 + 400);
+    assert_eq!(burst(&fg, "R", 4), 4);
+    // [0, 500) holds 4: frees at 1000.
+    let e = fg
+        .entry("R")
+        .prioritized()
+        .enter()
+        .expect("borrows [1000, 1500)");
+    assert_eq!(e.waited(), Duration::from_millis(600));
+    drop(e);
+    clock.set(T0 + 1100);
+    let node = fg.cluster_node("R").unwrap();
+    assert_eq!(node.pass_qps(), 1.0, "the borrowed pass, in [1000, 1500)");
+    assert_eq!(burst(&fg, "R", 2), 2);
+    assert_eq!(node.pass_qps(), 3.0);
+    // Full until [1000, 1500) slides out at 2000, 900 ms away: borrows [2000, 2500), whose borrowed
+    // cell was [1000, 1500)'s with one cell per slot.
+    assert!(fg.entry("R").enter().is_ok(), "4th place");
+    let e = fg
+        .entry("R")
+        .prioritized()
+        .enter()
+        .expect("borrows [2000, 2500)");
+    assert_eq!(e.waited(), Duration::from_millis(900));
+    drop(e);
+    assert_eq!(
+        node.pass_qps(),
+        4.0,
+        "the borrow into [1000, 1500) still counts"
+    );
+    assert!(fg.entry("R").enter().is_err(), "still full");
+}
+
 #[test]
 fn prioritized_gives_up_past_the_occupy_timeout() {
     let (clock, fg) = engine();

@@ -116,8 +116,11 @@ fn shape(
                 let timeout = cx.engine.config.occupy_timeout_ms;
                 let wait = node.try_occupy_next(now, acquire, rule.count, timeout);
                 if wait < timeout {
-                    node.add_waiting(cx.at, now + wait, acquire);
-                    cx.occupied = true;
+                    // Committed when the whole chain admits the entry (the statistic slot); a second
+                    // rule borrowing in the same entry (rare) commits the first borrow at once.
+                    if let Some((earlier, future)) = cx.occupied.replace((node, now + wait)) {
+                        earlier.add_waiting(cx.at, future, acquire);
+                    }
                     Decision::Pass {
                         wait: Duration::from_millis(wait),
                     }
@@ -158,11 +161,11 @@ fn shape(
 
 /// The node a rule reads for this entry, or `None` when the rule does not apply.
 #[inline]
-fn select_node<'c>(
-    cx: &'c SlotContext<'_>,
+fn select_node<'a>(
+    cx: &SlotContext<'a>,
     state: &FlowRuleState,
     all: &ResourceRules,
-) -> Option<&'c StatisticNode> {
+) -> Option<&'a StatisticNode> {
     let direct = state.rule.strategy == FlowStrategy::Direct;
     let origin = cx.origin;
     let applies = match state.limit_app {
@@ -182,11 +185,11 @@ fn select_node<'c>(
     }
 }
 
-fn origin_node<'c>(cx: &'c SlotContext<'_>) -> Option<&'c StatisticNode> {
+fn origin_node<'a>(cx: &SlotContext<'a>) -> Option<&'a StatisticNode> {
     cx.engine.origin_node(cx.origin_node_id?)
 }
 
-fn reference_node<'c>(cx: &'c SlotContext<'_>, state: &FlowRuleState) -> Option<&'c StatisticNode> {
+fn reference_node<'a>(cx: &SlotContext<'a>, state: &FlowRuleState) -> Option<&'a StatisticNode> {
     let reference = state.rule.ref_resource.as_deref()?;
     match state.rule.strategy {
         FlowStrategy::Relate => cx.engine.existing_cluster_stats(reference),

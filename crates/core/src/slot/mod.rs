@@ -37,7 +37,7 @@ pub use statistic::StatisticSlot;
 use crate::block::{BlockError, BlockKind};
 use crate::engine::{ContextData, Inner, Parent, Resource};
 use crate::entry_type::{EntryType, ResourceType};
-use crate::node::{DefaultNode, NodeView};
+use crate::node::{DefaultNode, NodeView, StatisticNode};
 use crate::param::ParamValue;
 use crate::rules::RuleType;
 use crate::stat::Cursor;
@@ -184,7 +184,10 @@ pub struct SlotContext<'a> {
     pub(crate) node_counted: bool,
     pub(crate) origin_node_id: Option<u32>,
     pub(crate) wait: Duration,
-    pub(crate) occupied: bool,
+    /// A prioritized entry's passes borrowed from a future window (Sentinel's occupied pass): the node
+    /// and the future time. Committed by the statistic slot when the whole chain admits the entry, so
+    /// that an entry a later slot blocks borrows nothing.
+    pub(crate) occupied: Option<(&'a StatisticNode, u64)>,
     pub(crate) attachments: Vec<Attachment>,
     /// The generation of the hot-parameter rules that counted this call in flight (0: none did).
     pub(crate) param_generation: u64,

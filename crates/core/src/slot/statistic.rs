@@ -51,9 +51,13 @@ impl Slot for StatisticSlot {
         .flatten()
         {
             n.increase_thread(cx.stripe);
-            if !cx.occupied {
+            if cx.occupied.is_none() {
                 n.add_pass(at, count);
             }
+        }
+        // Borrowed passes count as passes of their window when it comes.
+        if let Some((node, future)) = cx.occupied {
+            node.add_waiting(at, future, count);
         }
     }
 

@@ -130,6 +130,8 @@ pub(crate) struct LeapArray {
     stripe_mask: usize,
     stripes: usize,
     slots: Box<[Stripe]>,
+    /// Passes borrowed from future windows, one cell per window of `2 × sample_count` (a borrow reaches
+    /// at most one interval ahead, so a future window never shares a cell with one still in the span).
     borrowed: Box<[AtomicU64]>,
     /// Whether anything was ever borrowed: until then a pass sum skips the borrowed cells.
     ever_borrowed: AtomicBool,
@@ -170,7 +172,7 @@ impl LeapArray {
             stripe_mask: stripes - 1,
             stripes,
             slots: (0..n * stripes).map(|_| Stripe::default()).collect(),
-            borrowed: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            borrowed: (0..2 * n).map(|_| AtomicU64::new(0)).collect(),
             ever_borrowed: AtomicBool::new(false),
         })
     }
@@ -264,7 +266,12 @@ impl LeapArray {
             self.ever_borrowed.store(true, Ordering::Release);
         }
         let window = self.window_of(future_t);
-        cell::add(&self.borrowed[self.slot(window)], window as u32, n)
+        cell::add(self.borrowed_cell(window), window as u32, n)
+    }
+
+    /// The borrowed-pass cell of `window`.
+    fn borrowed_cell(&self, window: u64) -> &AtomicU64 {
+        &self.borrowed[(window % self.borrowed.len() as u64) as usize]
     }
 
     /// Adds `delta` to the gauge (concurrency) on `stripe`.
@@ -290,7 +297,7 @@ impl LeapArray {
         self.stripes_of(window)
             .iter()
             .any(|s| s.cells.iter().any(|c| cell::read(c, tag).is_some()))
-            || cell::read(&self.borrowed[self.slot(window)], tag).is_some()
+            || cell::read(self.borrowed_cell(window), tag).is_some()
     }
 
     /// The value of `event` in window `window` (borrowed passes included in `Pass`); 0 if absent.
@@ -303,7 +310,7 @@ impl LeapArray {
             .map(u64::from)
             .sum();
         if event == Event::Pass {
-            sum += cell::read(&self.borrowed[self.slot(window)], tag).map_or(0, u64::from);
+            sum += cell::read(self.borrowed_cell(window), tag).map_or(0, u64::from);
         }
         sum
     }
