@@ -3,11 +3,12 @@
 //!
 //! The same lines are summed into lifetime totals per resource (pass, block, success, exception, RT sum):
 //! the engine keeps only windows, and a monotonic counter for Prometheus is exact when it adds each
-//! finished second once. Totals are kept for at most the engine's resource cap
-//! ([`Floodgate::max_resources`]) distinct resources, in the order first seen, plus the inbound node;
-//! the seconds of any further resource add up under [`OTHER_RESOURCES`].
+//! finished second once. Totals are kept for the engine's first [`Floodgate::max_resources`] resources
+//! (in the order the engine made them, the same the Prometheus exporter names) plus the inbound node;
+//! the seconds of any further resource (one made past the cap because a rule names it) add up under
+//! [`OTHER_RESOURCES`].
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -60,15 +61,14 @@ struct State {
 }
 
 impl State {
-    /// Adds `lines` to the totals, keeping at most `cap` resources (the inbound node aside).
-    fn add_totals(&mut self, lines: &[MetricLine], cap: usize) {
+    /// Adds `lines` to the totals: resources in `named` (and the inbound node) each their own, the
+    /// rest under [`OTHER_RESOURCES`].
+    fn add_totals(&mut self, lines: &[MetricLine], named: &HashSet<Arc<str>>) {
         for line in lines {
             let inbound = &*line.resource == TOTAL_INBOUND_TRAFFIC;
-            let named =
-                self.index.len() - usize::from(self.index.contains_key(TOTAL_INBOUND_TRAFFIC));
             let slot = match self.index.get(&line.resource) {
                 Some(&i) => Some(i),
-                None if inbound || named < cap => {
+                None if inbound || named.contains(&line.resource) => {
                     self.totals
                         .push((line.resource.clone(), ResourceTotals::default()));
                     self.index
@@ -129,7 +129,12 @@ impl MetricStore {
         }
         let lines = fg.metrics(from * 1000, to * 1000 + 999);
         state.collected_through = Some(to);
-        state.add_totals(&lines, fg.max_resources());
+        let named: HashSet<Arc<str>> = fg
+            .resource_names()
+            .into_iter()
+            .take(fg.max_resources())
+            .collect();
+        state.add_totals(&lines, &named);
         let mut i = 0;
         while i < lines.len() {
             let second = lines[i].timestamp;

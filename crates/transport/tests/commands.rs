@@ -5,7 +5,7 @@ mod support;
 
 use std::time::Duration;
 
-use floodgate_core::{Clock, EntryType, RuleType};
+use floodgate_core::{Clock, EntryType, Floodgate, ManualClock, ManualProbe, RuleType};
 use serde_json::Value;
 use support::*;
 
@@ -267,6 +267,20 @@ fn node_commands() {
     assert_eq!(status["t"], 0);
     assert_eq!(status["load"], 1.5);
     assert_eq!(status["cpu"], 0.25);
+}
+
+#[test]
+fn system_metric_lines_are_sentinels_truncated_and_only_above_zero() {
+    let clock = ManualClock::new(T0);
+    let fg = Floodgate::builder()
+        .clock(clock)
+        .system_probe(ManualProbe::with(Some(0.0), Some(0.123_456_78)))
+        .build();
+    let agent = builder(&fg).start().unwrap();
+    let (status, body) = get(agent.local_addr(), &format!("metric?startTime={T0}"));
+    assert_eq!(status, 200);
+    assert!(!body.contains("__system_load__"), "a 0 reading: {body}");
+    assert!(body.contains("|__cpu_usage__|1234|"), "truncated: {body}");
 }
 
 #[test]

@@ -425,6 +425,51 @@ fn labels_stay_within_the_resource_cap() {
     );
 }
 
+/// A resource made past the cap because a rule names it, seen with traffic before resources within the
+/// cap, does not take their place: every metric names the same resources.
+#[test]
+fn a_resource_past_the_cap_seen_first_does_not_push_one_within_it_out() {
+    let clock = ManualClock::new(T0);
+    let fg = Floodgate::builder()
+        .clock(clock.clone())
+        .max_resources(2)
+        .build();
+    let agent = builder(&fg).start().unwrap();
+    clock.set(T0 + 100);
+    // "a" and "b" are made (within the cap), then "c" past it for its rule.
+    for name in ["a", "b"] {
+        drop(fg.entry(name).enter().unwrap());
+    }
+    fg.load_flow_rules([FlowRule::new("c", 100.0)]).unwrap();
+    // Before any collection, the seconds of "a" and "b" go out of the engine's minute: the store
+    // sees "c" and "a" first, then "b".
+    clock.set(T0 + 200_000);
+    for name in ["c", "a"] {
+        drop(fg.entry(name).enter().unwrap());
+    }
+    clock.set(T0 + 201_100);
+    agent.collect_metrics();
+    drop(fg.entry("b").enter().unwrap());
+    clock.set(T0 + 202_100);
+    agent.collect_metrics();
+    let samples = parse_exposition(&scrape(agent.local_addr(), "").2);
+    assert_eq!(
+        resources(&samples, "floodgate_requests_total"),
+        ["__other__", "a", "b"]
+    );
+    for (resource, passes) in [("a", 1.0), ("b", 1.0), ("__other__", 1.0)] {
+        assert_eq!(
+            value(
+                &samples,
+                "floodgate_requests_total",
+                &[("resource", resource), ("outcome", "pass")]
+            ),
+            Some(passes),
+            "{resource}"
+        );
+    }
+}
+
 #[test]
 fn the_token_applies_and_a_port_of_its_own_serves_only_metrics() {
     let (clock, fg) = engine();

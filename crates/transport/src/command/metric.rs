@@ -66,11 +66,13 @@ pub(crate) fn metric(state: &CommandState, params: &Params) -> String {
             ("__system_load__", system.load_average),
             ("__cpu_usage__", system.cpu_usage),
         ] {
-            if let Some(value) = value {
+            // As Sentinel's `SendMetricCommandHandler`: only readings above 0, scaled by 10,000 and
+            // truncated.
+            if let Some(value) = value.filter(|v| *v > 0.0) {
                 let line = MetricLine {
                     timestamp: now - now % 1000,
                     resource: name.into(),
-                    pass_qps: (value * 10_000.0).round().max(0.0) as u64,
+                    pass_qps: (value * 10_000.0).trunc() as u64,
                     block_qps: 0,
                     success_qps: 0,
                     exception_qps: 0,
