@@ -1,4 +1,5 @@
-# Floodgate tasks. Everything here also works with plain cargo: each recipe is one command.
+# Floodgate tasks. Everything here also works with plain cargo: each line of a recipe is a plain cargo
+# command.
 set shell := ["bash", "-Eeuo", "pipefail", "-c"]
 
 _default:

@@ -10,8 +10,10 @@
 //! curl -d 'type=flow' --data-urlencode 'data=[{"resource":"GET:/orders/{id}","count":2}]' http://127.0.0.1:8719/setRules
 //! ```
 //!
-//! The agent reads `FLOODGATE_DASHBOARD`, `FLOODGATE_APP_NAME`, `FLOODGATE_RULES_FLOW`, … from the
-//! environment (see `floodgate::transport::AgentConfig`).
+//! The agent reads `FLOODGATE_DASHBOARD`, `FLOODGATE_RULES_FLOW`, … from the environment (see
+//! `floodgate::transport::AgentConfig`); this example names the app `agent-app` and lets the agent
+//! search upwards from port 8719 if it is taken (the `curl` lines above assume it was free: the port in
+//! use is printed at start).
 
 use std::time::Duration;
 

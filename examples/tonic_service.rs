@@ -1,4 +1,4 @@
-//! A tonic gRPC service guarded by Floodgate's tower layer: `hello.Greeter/SayHello` limited to 3 calls
+//! A tonic gRPC service guarded by Floodgate's tower layer: `/hello.Greeter/SayHello` limited to 3 calls
 //! a second. The service is written by hand (no protobuf code generation), then a tonic client calls it
 //! five times; the last two get `RESOURCE_EXHAUSTED`.
 //!

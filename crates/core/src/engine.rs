@@ -688,7 +688,9 @@ impl Floodgate {
         result
     }
 
-    /// How many rules of `rule_type` are in force (without copying them).
+    /// How many rules of `rule_type` are loaded (without copying them): the length of
+    /// [`rules_json`](Self::rules_json)'s list, so authority rules count the duplicates that are
+    /// ignored (the first rule of a resource applies, as in Sentinel).
     pub fn rule_count(&self, rule_type: RuleType) -> usize {
         match rule_type {
             RuleType::Flow => self.inner.flow.snapshot().rules().count(),

@@ -127,7 +127,8 @@ pub(crate) enum Admission {
 }
 
 /// Reports a transition to `tracing` (target `floodgate::breaker`): `warn` when a breaker opens, `info`
-/// for half-open and closed. Transitions are rare (at most one per recovery timeout per breaker).
+/// for half-open and closed. Transitions are rare (a cycle of open, half-open and closed or open again
+/// is at most three per recovery timeout per breaker).
 #[cold]
 fn report_transition(
     resource: &str,
