@@ -17,7 +17,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::stat::{AddOutcome, Cursor, Event, LeapArray, SecondHistory, SecondRecord, WindowError};
+use crate::stat::{
+    AddOutcome, Cursor, Event, HistoryGuard, LeapArray, SecondHistory, SecondRecord, WindowError,
+};
 
 /// Sentinel's `statisticMaxRt`: the initial minimum RT, and the value reported when none is smaller.
 pub(crate) const STATISTIC_MAX_RT: u32 = 5000;
@@ -89,16 +91,26 @@ impl StatisticNode {
 
     #[inline]
     fn record(&self, at: Cursor, event: Event, n: u32) {
-        if let AddOutcome::Recycled { old_tag, old_value } = self.second.add_at(at, event, n) {
-            self.fold(at.now, old_tag, event, old_value);
+        if self.second.add_at_current(at, event, n).is_none() {
+            self.record_recycling(at, event, n);
         }
     }
 
+    /// A write that may recycle its cell, moving the finished bucket's value to the history: under the
+    /// history's lock from before the value leaves the cell until it is folded in, so that readers never
+    /// see it in neither place.
     #[cold]
-    fn fold(&self, now: u64, tag: u32, event: Event, value: u32) {
+    fn record_recycling(&self, at: Cursor, event: Event, n: u32) {
+        let mut history = self.history.lock();
+        if let AddOutcome::Recycled { old_tag, old_value } = self.second.add_at(at, event, n) {
+            self.fold(&mut history, at.now, old_tag, event, old_value);
+        }
+    }
+
+    fn fold(&self, history: &mut HistoryGuard<'_>, now: u64, tag: u32, event: Event, value: u32) {
         let length = self.second.window_length();
         if let Some(window) = LeapArray::full_window(now / length, tag) {
-            self.history.fold(window * length / 1000, event, value);
+            history.fold(window * length / 1000, event, value);
         }
     }
 
@@ -131,9 +143,11 @@ impl StatisticNode {
     /// Records `n` passes borrowed from the window of `future` (a prioritized entry's occupied pass): they
     /// count as passes of that window when it comes, and as occupied passes now.
     pub(crate) fn add_waiting(&self, at: Cursor, future: u64, n: u32) {
+        let mut history = self.history.lock();
         if let AddOutcome::Recycled { old_tag, old_value } = self.second.add_borrowed(future, n) {
-            self.fold(future, old_tag, Event::Pass, old_value);
+            self.fold(&mut history, future, old_tag, Event::Pass, old_value);
         }
+        drop(history);
         self.record(at, Event::OccupiedPass, n);
     }
 
@@ -223,7 +237,9 @@ impl StatisticNode {
 
     /// The values of the whole seconds `from..=to` (at most the last 60 before `now`), oldest first.
     pub(crate) fn seconds(&self, now: u64, from: u64, to: u64) -> Vec<SecondRecord> {
-        let mut records = self.history.range(from, to);
+        // Held while the cells are read too (see `record_recycling`).
+        let history = self.history.lock();
+        let mut records = history.range(from, to);
         let Some(first) = records.first().map(|r| r.second) else {
             return records;
         };
@@ -238,7 +254,8 @@ impl StatisticNode {
 
     /// The values of one whole second, without allocating.
     pub(crate) fn second_record(&self, now: u64, second: u64) -> SecondRecord {
-        let mut record = self.history.get(second);
+        let history = self.history.lock();
+        let mut record = history.get(second);
         self.second.for_each_pending(now, |start, event, value| {
             if start / 1000 == second {
                 record.add(event, value);
@@ -371,6 +388,47 @@ mod tests {
         assert_eq!(n.min_rt(now), 10.0);
         assert_eq!(n.cur_thread_num(), 2);
         assert_eq!(n.max_success_qps(now), 6.0, "3 in one bucket × 2 buckets");
+    }
+
+    /// A reader of a whole second while a writer moves that second's buckets from the cells to the
+    /// history (the first write of each later bucket) never finds a value in neither place.
+    #[test]
+    fn a_second_read_while_its_buckets_move_is_never_short() {
+        const SECONDS: u64 = 200_000;
+        let n = std::sync::Arc::new(node());
+        let written = std::sync::Arc::new(AtomicU64::new(0));
+        let writer = std::thread::spawn({
+            let (n, written) = (n.clone(), written.clone());
+            move || {
+                for s in 0..SECONDS {
+                    for half in 0..2 {
+                        n.add_pass(n.cursor(T0 + s * 1000 + half * 500, 0), 1);
+                    }
+                    written.store(s + 1, Ordering::Release);
+                }
+            }
+        });
+        let (mut reads, mut short) = (0u64, 0u64);
+        loop {
+            let d = written.load(Ordering::Acquire);
+            if d == SECONDS {
+                break;
+            }
+            if let Some(s) = d.checked_sub(1) {
+                // Second s is whole; the writer is moving it to the history now.
+                let second = T0 / 1000 + s;
+                let record = n.seconds(T0 + (d + 1) * 1000, second, second)[0];
+                // Counted only if the writer did not run ahead meanwhile (past a minute, the history
+                // would have dropped second s).
+                if written.load(Ordering::Acquire) <= d + 1 {
+                    reads += 1;
+                    short += u64::from(record.pass < 2);
+                }
+            }
+        }
+        writer.join().unwrap();
+        assert!(reads > 0);
+        assert_eq!(short, 0, "{short} of {reads} reads lost a moving value");
     }
 
     #[test]

@@ -70,6 +70,32 @@ pub(crate) fn add(cell: &AtomicU64, tag: u32, n: u32) -> AddOutcome {
     update(cell, tag, |v| v.saturating_add(n), n)
 }
 
+/// Adds `n` to the cell if it holds window `tag` (or a newer one: `Stale`, nothing written); `None`,
+/// without writing, when the cell is empty or holds a finished window, for the caller to [`add`] under
+/// whatever lock makes its hand-over of the old value atomic to its readers.
+#[inline]
+pub(crate) fn add_current(cell: &AtomicU64, tag: u32, n: u32) -> Option<AddOutcome> {
+    let mut current = cell.load(Ordering::Relaxed);
+    for _ in 0..MAX_RETRIES {
+        match unpack(current) {
+            Some((t, v)) if t == tag => {
+                let next = pack(tag, v.saturating_add(n));
+                if next == current {
+                    return Some(AddOutcome::Added);
+                }
+                match cell.compare_exchange_weak(current, next, Ordering::AcqRel, Ordering::Relaxed)
+                {
+                    Ok(_) => return Some(AddOutcome::Added),
+                    Err(actual) => current = actual,
+                }
+            }
+            Some((t, _)) if is_newer(t, tag) => return Some(AddOutcome::Stale),
+            _ => return None,
+        }
+    }
+    Some(AddOutcome::Stale)
+}
+
 /// Lowers the cell's value to `value` for window `tag` (a minimum, such as the minimum RT).
 #[inline]
 pub(crate) fn min(cell: &AtomicU64, tag: u32, value: u32) -> AddOutcome {

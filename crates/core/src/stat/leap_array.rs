@@ -248,6 +248,17 @@ impl LeapArray {
         )
     }
 
+    /// Counts `n` of `event` where `at` points if its cell holds that window; `None`, writing nothing, if
+    /// the write would recycle the cell (see [`cell::add_current`]).
+    #[inline]
+    pub(crate) fn add_at_current(&self, at: Cursor, event: Event, n: u32) -> Option<AddOutcome> {
+        cell::add_current(
+            &self.slots[at.slot].cells[event as usize],
+            at.window as u32,
+            n,
+        )
+    }
+
     /// Records a response time for the minimum-RT statistic.
     #[cfg(test)]
     pub(crate) fn add_min_rt(&self, t: u64, stripe: usize, rt: u32) {

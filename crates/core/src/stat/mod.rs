@@ -9,5 +9,5 @@ mod stripe;
 pub(crate) use cell::AddOutcome;
 pub use leap_array::WindowError;
 pub(crate) use leap_array::{Cursor, Event, LeapArray};
-pub(crate) use second_history::{SecondHistory, SecondRecord};
+pub(crate) use second_history::{HistoryGuard, SecondHistory, SecondRecord};
 pub(crate) use stripe::current_stripe;

@@ -7,9 +7,11 @@
 //!
 //! The ring is allocated on the first fold, so a resource seen once costs no minute window until a bucket
 //! of it finishes. Records are plain `u32`s (saturating) behind a mutex that only recycling writers
-//! (a few times a second per node) and readers take.
+//! (a few times a second per node) and readers take. A recycling writer holds it from before it takes a
+//! value out of its cell until the value is folded in, and a reader while it reads the history and the
+//! cells, so a reader never finds a value in neither place (nor in both).
 
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 use super::leap_array::Event;
 
@@ -79,14 +81,38 @@ pub(crate) struct SecondHistory {
 }
 
 impl SecondHistory {
-    /// Adds `value` of `event` to `second`. A second older than what its slot holds is dropped.
+    /// Holds the history: while held, no recycling writer of the node moves a value (the node takes it
+    /// before a write that would recycle a cell, see `StatisticNode`), so the history and the cells read
+    /// together are consistent.
+    pub(crate) fn lock(&self) -> HistoryGuard<'_> {
+        HistoryGuard(self.ring.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Adds `value` of `event` to `second` (see [`HistoryGuard::fold`]).
+    #[cfg(test)]
     pub(crate) fn fold(&self, second: u64, event: Event, value: u32) {
+        self.lock().fold(second, event, value);
+    }
+
+    /// The folded records for seconds in `from..=to` (see [`HistoryGuard::range`]).
+    #[cfg(test)]
+    pub(crate) fn range(&self, from: u64, to: u64) -> Vec<SecondRecord> {
+        self.lock().range(from, to)
+    }
+}
+
+/// The history, held (see [`SecondHistory::lock`]).
+pub(crate) struct HistoryGuard<'a>(MutexGuard<'a, Option<Box<[Slot; HISTORY_SECONDS as usize]>>>);
+
+impl HistoryGuard<'_> {
+    /// Adds `value` of `event` to `second`. A second older than what its slot holds is dropped.
+    pub(crate) fn fold(&mut self, second: u64, event: Event, value: u32) {
         if value == 0 {
             return;
         }
-        let mut guard = self.ring.lock().unwrap_or_else(|e| e.into_inner());
-        let ring =
-            guard.get_or_insert_with(|| Box::new([Slot::default(); HISTORY_SECONDS as usize]));
+        let ring = self
+            .0
+            .get_or_insert_with(|| Box::new([Slot::default(); HISTORY_SECONDS as usize]));
         let Ok(stamp) = u32::try_from(second) else {
             return;
         };
@@ -113,16 +139,14 @@ impl SecondHistory {
 
     /// The folded record of `second` (zeros if it is not held), without allocating.
     pub(crate) fn get(&self, second: u64) -> SecondRecord {
-        let guard = self.ring.lock().unwrap_or_else(|e| e.into_inner());
-        read_slot(guard.as_deref(), second)
+        read_slot(self.0.as_deref(), second)
     }
 
     /// The folded records for seconds in `from..=to` (at most the last 60), oldest first, one per second.
     pub(crate) fn range(&self, from: u64, to: u64) -> Vec<SecondRecord> {
-        let guard = self.ring.lock().unwrap_or_else(|e| e.into_inner());
         let from = from.max(to.saturating_sub(HISTORY_SECONDS - 1));
         (from..=to)
-            .map(|second| read_slot(guard.as_deref(), second))
+            .map(|second| read_slot(self.0.as_deref(), second))
             .collect()
     }
 }
