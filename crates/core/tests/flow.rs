@@ -362,6 +362,34 @@ fn rate_limiter_queues_with_sentinels_numbers() {
     );
 }
 
+/// A paced burst shows as paced: a queued call counts as a pass of the window it runs in (Sentinel's
+/// statistic slot counts it after the controller's sleep), not of the window it was admitted in. A
+/// queue reaching past the next interval counts one interval ahead (as far as a window is held).
+#[test]
+fn queued_calls_count_in_the_second_they_run() {
+    let (clock, fg) = engine();
+    load(
+        &fg,
+        r#"[{"resource":"R","count":10,"controlBehavior":2,"maxQueueingTimeMs":2000}]"#,
+    );
+    let waits: Vec<u128> = (0..20)
+        .map(|_| fg.entry("R").enter().unwrap().waited().as_millis())
+        .collect();
+    assert_eq!(waits, (0..20).map(|i| i * 100).collect::<Vec<u128>>());
+    let node = fg.cluster_node("R").unwrap();
+    assert_eq!(node.pass_qps(), 5.0, "waits 0–400 ms run in [0, 500)");
+    assert_eq!(node.waiting(), 15, "the rest run in later windows");
+    clock.set(T0 + 2500);
+    let passes: Vec<u64> = fg
+        .metrics(T0, T0 + 1999)
+        .iter()
+        .filter(|l| &*l.resource == "R")
+        .map(|l| l.pass_qps)
+        .collect();
+    assert_eq!(passes, [10, 10], "10 a second, as paced");
+    assert_eq!(node.total_pass(), 20, "every one counted once");
+}
+
 #[test]
 fn rate_limiter_idle_time_earns_no_burst() {
     let (clock, fg) = engine();

@@ -143,12 +143,27 @@ impl StatisticNode {
     /// Records `n` passes borrowed from the window of `future` (a prioritized entry's occupied pass): they
     /// count as passes of that window when it comes, and as occupied passes now.
     pub(crate) fn add_waiting(&self, at: Cursor, future: u64, n: u32) {
+        self.add_borrowed(future, n);
+        self.record(at, Event::OccupiedPass, n);
+    }
+
+    /// Counts `n` admitted requests that run after a queueing wait, at `runs_at`: in the window they run
+    /// in, as Sentinel's statistic slot counts them after the controller's sleep (so a paced burst
+    /// shows as paced). A window more than one interval ahead (a queue longer than the window) is
+    /// counted one interval ahead, the farthest a future window can be held.
+    pub(crate) fn add_queued_pass(&self, at: Cursor, runs_at: u64, n: u32) {
+        match self.second.future_window_time(at.now, runs_at) {
+            None => self.record(at, Event::Pass, n),
+            Some(future) => self.add_borrowed(future, n),
+        }
+    }
+
+    /// Passes of the future window of time `future`, counted when it comes.
+    fn add_borrowed(&self, future: u64, n: u32) {
         let mut history = self.history.lock();
         if let AddOutcome::Recycled { old_tag, old_value } = self.second.add_borrowed(future, n) {
             self.fold(&mut history, future, old_tag, Event::Pass, old_value);
         }
-        drop(history);
-        self.record(at, Event::OccupiedPass, n);
     }
 
     #[inline]

@@ -2,9 +2,10 @@
 //!
 //! On pass: concurrency +1 and `count` passes on the context node (if it counts), the cluster node, the
 //! origin node and, for inbound entries, the global inbound node. A prioritized entry that borrowed future
-//! capacity already counts as a pass of that window, so it only adds concurrency. On block: `count` blocks
-//! on the same nodes. On exit: RT and `count` successes, `count` exceptions if an error was traced, and
-//! concurrency −1.
+//! capacity counts as a pass of that window, and a queued entry (a rate limiter's wait) as a pass of
+//! the window it runs in, as Sentinel counts it after the controller's sleep (at most one interval
+//! ahead). On block: `count` blocks on the same nodes. On exit: RT and `count` successes, `count`
+//! exceptions if an error was traced, and concurrency −1.
 
 use std::sync::Arc;
 
@@ -40,6 +41,11 @@ impl Slot for StatisticSlot {
         let node = cx.default_node.and_then(|n| n.counting());
         cx.node_counted = node.is_some();
         let (at, count) = (cx.at, cx.count);
+        // A queued call counts as a pass of the window it runs in (Sentinel counts it after the sleep).
+        let runs_at = (!cx.wait.is_zero()).then(|| {
+            at.now
+                .saturating_add(u64::try_from(cx.wait.as_millis()).unwrap_or(u64::MAX))
+        });
         for n in nodes(
             cx.engine,
             &cx.resource.cluster.stats,
@@ -52,7 +58,10 @@ impl Slot for StatisticSlot {
         {
             n.increase_thread(cx.stripe);
             if cx.occupied.is_none() {
-                n.add_pass(at, count);
+                match runs_at {
+                    None => n.add_pass(at, count),
+                    Some(later) => n.add_queued_pass(at, later, count),
+                }
             }
         }
         // Borrowed passes count as passes of their window when it comes.

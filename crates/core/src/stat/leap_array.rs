@@ -285,6 +285,15 @@ impl LeapArray {
         &self.borrowed[(window % self.borrowed.len() as u64) as usize]
     }
 
+    /// Where a pass at `later` counts, seen at `now`: `None` for the window of `now` (or an earlier one),
+    /// else a time in the window of `later`, at most one interval ahead (as far as a borrowed cell
+    /// reaches).
+    pub(crate) fn future_window_time(&self, now: u64, later: u64) -> Option<u64> {
+        let current = self.window_of(now);
+        let window = self.window_of(later);
+        (window > current).then(|| window.min(current + self.sample_count) * self.window_length)
+    }
+
     /// Adds `delta` to the gauge (concurrency) on `stripe`.
     #[inline]
     pub(crate) fn gauge_add(&self, stripe: usize, delta: i64) {
