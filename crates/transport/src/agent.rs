@@ -348,6 +348,7 @@ impl AgentBuilder {
             token: c.token.clone(),
             rule_files: rule_files.clone(),
             max_body_bytes: c.max_body_bytes,
+            allowed_hosts: c.allowed_hosts.clone(),
         });
         let heartbeat = Heartbeat {
             app: c.app_name.clone(),

@@ -11,6 +11,7 @@
 //! | reported IP | `FLOODGATE_HEARTBEAT_IP` | `csp.sentinel.heartbeat.client.ip` |
 //! | heartbeat interval | `FLOODGATE_HEARTBEAT_INTERVAL_MS` (default 10000) | `csp.sentinel.heartbeat.interval.ms` |
 //! | shared token | `FLOODGATE_TOKEN` | — |
+//! | host names the agent may be addressed by, besides IPs and `localhost` | `FLOODGATE_ALLOWED_HOSTS` (`name[,name…]`) | — |
 //! | metric log directory | `FLOODGATE_METRIC_LOG_DIR` | `csp.sentinel.log.dir` |
 //! | rule files | `FLOODGATE_RULES_FLOW`, `_DEGRADE`, `_SYSTEM`, `_AUTHORITY`, `_PARAM_FLOW` | — |
 //!
@@ -78,6 +79,9 @@ pub struct AgentConfig {
     /// A port of its own for the Prometheus exposition (`GET /metrics` only, same address and token as
     /// the command API; 0 picks a free one). `/metrics` is also served on the command port.
     pub prometheus_port: Option<u16>,
+    /// Host names requests may address the agent by (`Host` header), besides IP addresses, `localhost`
+    /// and the machine's name: any other is refused, against DNS rebinding (see the command API docs).
+    pub allowed_hosts: Vec<String>,
 }
 
 /// A [`RuleType`] usable as a map key.
@@ -115,6 +119,7 @@ impl Default for AgentConfig {
             rule_files: BTreeMap::new(),
             max_body_bytes: 1024 * 1024,
             prometheus_port: None,
+            allowed_hosts: Vec::new(),
         }
     }
 }
@@ -222,6 +227,14 @@ impl AgentConfig {
         }
         if let Some((n, v)) = lookup(get, &["FLOODGATE_PROMETHEUS_PORT"]) {
             c.prometheus_port = Some(parse(n, v, "expected a port number")?);
+        }
+        if let Some((_, v)) = lookup(get, &["FLOODGATE_ALLOWED_HOSTS"]) {
+            c.allowed_hosts = v
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect();
         }
         if let Some((_, v)) = lookup(get, &["FLOODGATE_TOKEN"]) {
             if !v.is_empty() {

@@ -561,12 +561,12 @@ fn half_sent_requests_do_not_hold_the_agent() {
     for _ in 0..70 {
         let mut stream = std::net::TcpStream::connect(addr).unwrap();
         stream
-            .write_all(b"GET /version HTTP/1.1\r\nHost: x\r\n")
+            .write_all(b"GET /version HTTP/1.1\r\nHost: localhost\r\n")
             .unwrap();
         held.push(stream);
     }
     // Past the limit a new connection is closed at once, and nothing is answered on it.
-    let (status, _) = raw(addr, b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n");
+    let (status, _) = raw(addr, b"GET /version HTTP/1.1\r\nHost: localhost\r\n\r\n");
     assert_eq!(status, 0, "closed: 64 connections are open");
     let (done, finished) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -588,4 +588,56 @@ fn https_dashboards_are_refused() {
         .start()
         .unwrap_err();
     assert!(err.to_string().contains("https://"), "{err}");
+}
+
+/// A web page cannot drive the agent through the developer's browser: requests with an `Origin`, from
+/// another site (`Sec-Fetch-Site`), or addressed by a name that could have been rebound to this machine
+/// are refused, and change nothing (CC-01: loopback binding alone does not stop the browser).
+#[test]
+fn requests_from_web_pages_are_refused() {
+    let (_clock, fg) = engine();
+    let agent = builder(&fg).start().unwrap();
+    let addr = agent.local_addr();
+    let port = addr.port();
+    for headers in [
+        format!("Host: {addr}\r\nOrigin: https://evil.example\r\n"),
+        format!("Host: {addr}\r\nSec-Fetch-Site: cross-site\r\n"),
+        format!("Host: {addr}\r\nSec-Fetch-Site: same-site\r\n"),
+        format!("Host: evil.example:{port}\r\n"),
+        format!("Host: localhost.evil.example:{port}\r\n"),
+    ] {
+        let (status, body) = raw(
+            addr,
+            format!("GET /setSwitch?value=false HTTP/1.1\r\n{headers}Connection: close\r\n\r\n")
+                .as_bytes(),
+        );
+        assert_eq!(status, 403, "{headers}: {body}");
+        assert!(fg.is_enabled(), "{headers}: nothing changed");
+    }
+    for host in [
+        format!("localhost:{port}"),
+        format!("[::1]:{port}"),
+        "127.0.0.1".to_owned(),
+    ] {
+        let (status, _) = raw(
+            addr,
+            format!("GET /version HTTP/1.1\r\nHost: {host}\r\nSec-Fetch-Site: none\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        );
+        assert_eq!(status, 200, "{host}");
+    }
+    drop(agent);
+    let agent = builder(&fg)
+        .config(floodgate_transport::AgentConfig {
+            allowed_hosts: vec!["orders.internal".to_owned()],
+            port: 0,
+            ..Default::default()
+        })
+        .start()
+        .unwrap();
+    let (status, _) = raw(
+        agent.local_addr(),
+        b"GET /version HTTP/1.1\r\nHost: ORDERS.internal:8719\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(status, 200, "a configured name");
 }

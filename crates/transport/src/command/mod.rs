@@ -6,7 +6,16 @@
 //! Answers are plain text: 200 with the command's body, 400 with the error message (`Unknown command
 //! \`name\`` for unknown ones, or more than 64 parameters), 401 without the configured token, 405 for a
 //! method other than GET and POST, 408 for a body slower than 10 s, 413 for a body over the limit, 415
-//! for a POST that is not a form (and 404 for any path but `/metrics` on the Prometheus port). `metrics` answers the Prometheus text format (with its content type).
+//! for a POST that is not a form (and 404 for any path but `/metrics` on the Prometheus port). `metrics`
+//! answers the Prometheus text format (with its content type).
+//!
+//! Requests a browser makes for a web page are refused with 403, token or not: binding to loopback does
+//! not stop a page the developer opens from calling `127.0.0.1:8719` (CC-01), nor a page whose name
+//! was rebound to this machine's address from reading the answers. So a request is refused when it has
+//! an `Origin` header or a `Sec-Fetch-Site` of `cross-site` or `same-site`, or when its `Host` is not an
+//! IP address, `localhost`, this machine's name or one of the configured
+//! [`allowed_hosts`](crate::AgentConfig::allowed_hosts). Sentinel's dashboard, `curl` and Prometheus
+//! send none of these headers and address the agent by IP.
 
 mod info;
 mod metric;
@@ -40,6 +49,8 @@ pub struct CommandState {
     pub(crate) token: Option<String>,
     pub(crate) rule_files: Arc<RuleFiles>,
     pub(crate) max_body_bytes: usize,
+    /// Host names requests may address the agent by, besides IPs, `localhost` and the machine's name.
+    pub(crate) allowed_hosts: Vec<String>,
 }
 
 /// A command's failure: the status and the plain-text message.
@@ -225,6 +236,39 @@ fn header_token(headers: &HeaderMap) -> Option<&str> {
         })
 }
 
+/// Why a request made by a browser for a web page is refused, if it is one (see the module docs).
+fn browser_refusal(state: &CommandState, headers: &HeaderMap) -> Option<String> {
+    if headers.contains_key(header::ORIGIN) {
+        return Some("requests from web pages (with an Origin header) are refused".to_owned());
+    }
+    if headers
+        .get("sec-fetch-site")
+        .is_some_and(|site| matches!(site.as_bytes(), b"cross-site" | b"same-site"))
+    {
+        return Some("requests from other sites' pages are refused".to_owned());
+    }
+    let host = headers.get(header::HOST)?;
+    let host = host.to_str().unwrap_or("");
+    // `name`, `name:port`, `[v6]` or `[v6]:port`.
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    let allowed = name.parse::<std::net::IpAddr>().is_ok()
+        || name.eq_ignore_ascii_case("localhost")
+        || name.eq_ignore_ascii_case(&state.host.hostname)
+        || state
+            .allowed_hosts
+            .iter()
+            .any(|h| name.eq_ignore_ascii_case(h));
+    (!allowed).then(|| {
+        format!(
+            "Host `{host}` is not an IP address, localhost, this machine's name or an allowed host \
+             (FLOODGATE_ALLOWED_HOSTS): refused, as a name rebound to this machine could be a web page's"
+        )
+    })
+}
+
 fn authorized(state: &CommandState, headers: &HeaderMap, params: &Params) -> bool {
     let Some(expected) = &state.token else {
         return true;
@@ -255,6 +299,9 @@ async fn handle(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    if let Some(reason) = browser_refusal(&state, &headers) {
+        return text(StatusCode::FORBIDDEN, reason);
+    }
     let command = uri.path().trim_start_matches('/').to_owned();
     let mut params = Params::default();
     if let Some(query) = uri.query() {
