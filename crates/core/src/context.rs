@@ -256,8 +256,7 @@ impl<'a> ContextBuilder<'a> {
         let origin = self
             .origin
             .filter(|o| !o.is_empty())
-            // Unbounded: an entry's origin must not be lost (authority rules read it).
-            .map(|o| self.engine.intern_origin(o, false));
+            .map(|o| self.engine.context_origin(o));
         struct Exit;
         impl Drop for Exit {
             fn drop(&mut self) {
@@ -280,7 +279,7 @@ impl<'a> ContextBuilder<'a> {
             origin: self
                 .origin
                 .filter(|o| !o.is_empty())
-                .map(|o| self.engine.intern_origin(o, false)),
+                .map(|o| self.engine.context_origin(o)),
             parent: Parent::Entrance,
         });
         builder

@@ -46,9 +46,12 @@ pub const DEFAULT_MAX_ORIGINS: usize = 1000;
 /// The origin that callers past a resource's origin cap share (see
 /// [`FloodgateBuilder::max_origins`]).
 pub const OVER_CAP_ORIGIN: &str = "__over_origin_cap__";
-/// How many origins an owned entry interns (its origin is then kept as an id, not copied per entry).
-/// Past it, an owned entry keeps no origin name for the exit hooks (its origin node is kept all the
-/// same), so origins a client makes up cannot grow the engine without bound.
+/// How many origins contexts and owned entries intern (an origin is then kept as an id, not copied per
+/// entry), so that origins clients make up cannot grow the engine without bound. Origins that rules name
+/// are interned when the rules load, whatever the count. Past the cap, a context's new origin is
+/// [`OVER_CAP_ORIGIN`] (named by no rule: a white list refuses it, a black list has its own names
+/// interned, `limitApp: "other"` counts it), and an owned entry keeps no origin name for the exit hooks
+/// (its origin node is kept all the same).
 const MAX_INTERNED_ORIGINS: usize = 10_000;
 /// Sentinel's default occupy timeout for prioritized entries.
 pub const DEFAULT_OCCUPY_TIMEOUT: Duration = Duration::from_millis(500);
@@ -500,10 +503,14 @@ impl Inner {
 
     /// `origin` interned: an id whose string lives as long as the engine (contexts carry the id, entries
     /// borrow the string, nothing is reference-counted per entry). `bounded`: past
-    /// [`MAX_INTERNED_ORIGINS`] a new origin is not interned, and `u32::MAX` (no origin) comes back.
+    /// [`MAX_INTERNED_ORIGINS`] a new origin is not interned, and `u32::MAX` (no origin) comes back,
+    /// without taking the engine's lock.
     pub(crate) fn intern_origin(&self, origin: &str, bounded: bool) -> u32 {
         if let Some(id) = self.origin_index.get(origin) {
             return id;
+        }
+        if bounded && self.origins.len() >= MAX_INTERNED_ORIGINS {
+            return u32::MAX;
         }
         let _guard = self.lock();
         if let Some(id) = self.origin_index.get(origin) {
@@ -518,6 +525,43 @@ impl Inner {
                 id
             }
             Err(_) => u32::MAX,
+        }
+    }
+
+    /// A context's origin interned (see [`MAX_INTERNED_ORIGINS`]): past the cap, a new one is
+    /// [`OVER_CAP_ORIGIN`].
+    pub(crate) fn context_origin(&self, origin: &str) -> u32 {
+        match self.intern_origin(origin, true) {
+            u32::MAX => self.intern_origin(OVER_CAP_ORIGIN, false),
+            id => id,
+        }
+    }
+
+    /// Interns the origins `rules` name, whatever the cap (see [`MAX_INTERNED_ORIGINS`]).
+    fn intern_rule_origins(&self, rule_type: RuleType) {
+        let named: Vec<String> = match rule_type {
+            RuleType::Authority => self
+                .authority
+                .snapshot()
+                .rules()
+                .flat_map(|r| {
+                    r.limit_app
+                        .split(',')
+                        .map(str::to_owned)
+                        .collect::<Vec<_>>()
+                })
+                .collect(),
+            RuleType::Flow => self
+                .flow
+                .snapshot()
+                .rules()
+                .map(|r| r.limit_app.clone())
+                .filter(|app| app != "default" && app != "other")
+                .collect(),
+            _ => Vec::new(),
+        };
+        for origin in named.iter().filter(|o| !o.is_empty()) {
+            self.intern_origin(origin, false);
         }
     }
 
@@ -671,6 +715,9 @@ impl Floodgate {
         rule_type: RuleType,
         result: Result<(), RuleError>,
     ) -> Result<(), RuleError> {
+        if result.is_ok() {
+            self.inner.intern_rule_origins(rule_type);
+        }
         match &result {
             Ok(()) => tracing::info!(
                 target: "floodgate::rules",
@@ -1402,7 +1449,48 @@ mod tests {
         assert_eq!(
             inner.origin_str(id),
             "a-context-origin",
-            "contexts' origins are never lost"
+            "rules' origins are never lost"
+        );
+    }
+
+    /// Origins a client makes up (a header) do not grow the engine without bound through contexts
+    /// either; origins rules name keep their names, so authority rules still apply past the cap.
+    #[test]
+    fn context_origins_are_bounded_and_rules_still_see_their_origins() {
+        use crate::{AuthorityRule, BlockKind};
+        let fg = Floodgate::default();
+        for i in 0..MAX_INTERNED_ORIGINS + 500 {
+            fg.context("web")
+                .origin(&format!("caller-{i}"))
+                .run(|| drop(fg.entry("R").enter()));
+        }
+        assert!(fg.inner.origins.len() <= MAX_INTERNED_ORIGINS + 1);
+        fg.load_authority_rules([AuthorityRule::black("R", "evil")])
+            .unwrap();
+        let blocked = fg
+            .context("web")
+            .origin("evil")
+            .run(|| fg.entry("R").enter().map(drop));
+        assert_eq!(
+            blocked.unwrap_err().kind(),
+            BlockKind::Authority,
+            "a black-listed origin is named by its rule, so it is interned past the cap"
+        );
+        fg.load_authority_rules([AuthorityRule::white("R", "partner")])
+            .unwrap();
+        let refused = fg
+            .context("web")
+            .origin("made-up-after-the-cap")
+            .run(|| fg.entry("R").enter().map(drop));
+        assert_eq!(
+            refused.unwrap_err().kind(),
+            BlockKind::Authority,
+            "an origin past the cap is no white-listed name"
+        );
+        assert!(
+            fg.context("web")
+                .origin("partner")
+                .run(|| fg.entry("R").enter().is_ok())
         );
     }
 }

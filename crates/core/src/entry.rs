@@ -479,7 +479,8 @@ impl<'a> Entry<'a> {
         let mut builder = EntryBuilder::new(a.engine, Target::Name(resource));
         builder.placement = Some(Placement {
             context: a.context.id,
-            origin: None,
+            // Handed on to the entries nested under the child on its thread, as a context's origin is.
+            origin: (!a.origin.is_empty()).then(|| a.engine.context_origin(a.origin)),
             parent: id(a.node).map_or(Parent::Entrance, Parent::Node),
         });
         if !a.origin.is_empty() {

@@ -317,3 +317,23 @@ fn nested_entries_inherit_the_origin_of_their_context() {
     drop(outer);
     assert!(fg.entry("B").enter().is_ok(), "no origin outside");
 }
+
+/// A child entry (`Entry::child`) hands its origin on to the entries nested under it on its thread, as
+/// a context's entry does: a black-listed caller cannot pass through a child either.
+#[test]
+fn entries_nested_under_a_child_inherit_its_origin() {
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(1_700_000_000_000))
+        .build();
+    fg.load_authority_rules([AuthorityRule::black("C", "evil")])
+        .unwrap();
+    let outer = fg.context("c1").origin("evil").entry("A").enter().unwrap();
+    let child = outer.child("B").unwrap().enter().unwrap();
+    assert_eq!(
+        fg.entry("C").enter().unwrap_err().kind(),
+        floodgate_core::BlockKind::Authority
+    );
+    drop(child);
+    drop(outer);
+    assert!(fg.entry("C").enter().is_ok(), "no origin outside");
+}
