@@ -35,17 +35,46 @@ fn nodes<'a>(
     ]
 }
 
+/// The pass of an entry that waits: a queued one counts in the window it runs in (Sentinel counts it
+/// after the controller's sleep), a prioritized one as its borrowed pass. Out of line: the usual pass
+/// (no wait) stays small enough to inline (with this inline, every entry was ≈ 20 ns slower).
+#[cold]
+#[inline(never)]
+fn waited_pass(cx: &SlotContext<'_>, node: Option<&StatisticNode>) {
+    let (at, count) = (cx.at, cx.count);
+    let runs_at = at
+        .now
+        .saturating_add(u64::try_from(cx.wait.as_millis()).unwrap_or(u64::MAX));
+    for n in nodes(
+        cx.engine,
+        &cx.resource.cluster.stats,
+        node,
+        cx.origin_node_id,
+        cx.entry_type,
+    )
+    .into_iter()
+    .flatten()
+    {
+        n.increase_thread(cx.stripe);
+        if cx.occupied.is_none() {
+            n.add_queued_pass(at, runs_at, count);
+        }
+    }
+    // Borrowed passes count as passes of their window when it comes.
+    if let Some((node, future)) = cx.occupied {
+        node.add_waiting(at, future, count);
+    }
+}
+
 impl Slot for StatisticSlot {
     #[inline]
     fn on_pass(&self, cx: &mut SlotContext<'_>) {
         let node = cx.default_node.and_then(|n| n.counting());
         cx.node_counted = node.is_some();
+        if !cx.wait.is_zero() || cx.occupied.is_some() {
+            return waited_pass(cx, node);
+        }
         let (at, count) = (cx.at, cx.count);
-        // A queued call counts as a pass of the window it runs in (Sentinel counts it after the sleep).
-        let runs_at = (!cx.wait.is_zero()).then(|| {
-            at.now
-                .saturating_add(u64::try_from(cx.wait.as_millis()).unwrap_or(u64::MAX))
-        });
         for n in nodes(
             cx.engine,
             &cx.resource.cluster.stats,
@@ -57,16 +86,7 @@ impl Slot for StatisticSlot {
         .flatten()
         {
             n.increase_thread(cx.stripe);
-            if cx.occupied.is_none() {
-                match runs_at {
-                    None => n.add_pass(at, count),
-                    Some(later) => n.add_queued_pass(at, later, count),
-                }
-            }
-        }
-        // Borrowed passes count as passes of their window when it comes.
-        if let Some((node, future)) = cx.occupied {
-            node.add_waiting(at, future, count);
+            n.add_pass(at, count);
         }
     }
 
