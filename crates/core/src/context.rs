@@ -88,14 +88,19 @@ pub(crate) struct Placement {
 
 /// The innermost context entered with `run` for `engine` on this thread.
 fn context_frame(engine: u64) -> Option<(u32, Option<u32>)> {
-    CONTEXTS.with(|frames| {
-        frames
-            .borrow()
-            .iter()
-            .rev()
-            .find(|f| f.engine == engine)
-            .map(|f| (f.context, f.origin))
-    })
+    // `try_with`: the thread-locals with destructors (`CONTEXTS`, `EXITED`) may already be gone when an
+    // entry is dropped by another thread-local's destructor; the frame bookkeeping is then skipped.
+    CONTEXTS
+        .try_with(|frames| {
+            frames
+                .borrow()
+                .iter()
+                .rev()
+                .find(|f| f.engine == engine)
+                .map(|f| (f.context, f.origin))
+        })
+        .ok()
+        .flatten()
 }
 
 /// Where a new entry of `engine` on this thread belongs: under the current entry if it is the engine's,
@@ -172,7 +177,7 @@ pub(crate) fn pop(id: u32, previous: EntryFrame) {
             };
             s.current.set(next);
         } else {
-            EXITED.with(|exited| {
+            let _ = EXITED.try_with(|exited| {
                 let mut exited = exited.borrow_mut();
                 if exited.len() == MAX_EXITED {
                     exited.remove(0);
@@ -187,7 +192,7 @@ pub(crate) fn pop(id: u32, previous: EntryFrame) {
 /// `frame`, or, if it exited out of order, the first entry under it that did not.
 #[cold]
 fn skip_exited(s: &ThreadState, mut frame: EntryFrame) -> EntryFrame {
-    EXITED.with(|exited| {
+    let _ = EXITED.try_with(|exited| {
         let mut exited = exited.borrow_mut();
         while let Some(at) = exited.iter().rposition(|(id, _)| *id == frame.id) {
             frame = exited.remove(at).1;
@@ -198,19 +203,25 @@ fn skip_exited(s: &ThreadState, mut frame: EntryFrame) -> EntryFrame {
 }
 
 fn push_context(engine: u64, context: u32, origin: Option<u32>) {
-    CONTEXTS.with(|frames| {
+    let pushed = CONTEXTS.try_with(|frames| {
         frames.borrow_mut().push(ContextFrame {
             engine,
             context,
             origin,
         });
     });
-    STATE.with(|s| s.contexts.set(s.contexts.get() + 1));
+    if pushed.is_ok() {
+        STATE.with(|s| s.contexts.set(s.contexts.get() + 1));
+    }
 }
 
 fn pop_context() {
-    CONTEXTS.with(|frames| frames.borrow_mut().pop());
-    STATE.with(|s| s.contexts.set(s.contexts.get().saturating_sub(1)));
+    if CONTEXTS
+        .try_with(|frames| frames.borrow_mut().pop())
+        .is_ok()
+    {
+        STATE.with(|s| s.contexts.set(s.contexts.get().saturating_sub(1)));
+    }
 }
 
 fn has_frame(engine: u64) -> bool {

@@ -502,9 +502,14 @@ impl Drop for Entry<'_> {
 }
 
 impl Active<'_> {
-    /// Records the end of the call: runs the chain's exit hooks and restores the thread's frame.
+    /// Records the end of the call: restores the thread's frame, then runs the chain's exit hooks (in
+    /// that order, so that a hook that panics cannot leave the exited entry current on the thread).
     fn exit(&self) {
-        let stripe = Finished {
+        let stripe = current_stripe();
+        if self.frame_id != 0 && self.thread == stripe as u32 {
+            context::pop(self.frame_id, self.previous);
+        }
+        Finished {
             engine: self.engine,
             resource: self.resource,
             context: self.context,
@@ -520,10 +525,7 @@ impl Active<'_> {
             param_generation: self.param_generation,
             error: self.error.load(Ordering::Relaxed),
         }
-        .record();
-        if self.frame_id != 0 && self.thread == stripe as u32 {
-            context::pop(self.frame_id, self.previous);
-        }
+        .record(stripe);
     }
 }
 
@@ -547,12 +549,11 @@ struct Finished<'a> {
 }
 
 impl Finished<'_> {
-    /// Runs the chain's exit hooks; returns the exiting thread's stripe.
+    /// Runs the chain's exit hooks on the exiting thread's `stripe`.
     #[inline]
-    fn record(self) -> usize {
+    fn record(self, stripe: usize) {
         let now_nanos = self.engine.now_nanos();
         let rt = now_nanos.saturating_sub(self.created_nanos) / NANOS_PER_MILLI;
-        let stripe = current_stripe();
         let now_ms = now_nanos / NANOS_PER_MILLI;
         let mut cx = ExitContext {
             engine: self.engine,
@@ -574,7 +575,6 @@ impl Finished<'_> {
             param_generation: self.param_generation,
         };
         self.engine.chain.exit(&mut cx);
-        stripe
     }
 }
 
@@ -709,6 +709,6 @@ impl Drop for OwnedEntry {
             param_generation: d.param_generation,
             error: d.error.load(Ordering::Relaxed),
         }
-        .record();
+        .record(current_stripe());
     }
 }

@@ -198,3 +198,36 @@ fn an_entry_exited_out_of_order_never_becomes_current_again() {
     drop(next);
     drop(outer);
 }
+
+thread_local! {
+    static HELD: std::cell::RefCell<Vec<floodgate_core::Entry<'static>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Entries a thread-local holds are dropped while the thread's own thread-locals are torn down, perhaps
+/// after the engine's frame bookkeeping: an exit then skips that bookkeeping instead of aborting the
+/// process ("thread local panicked on drop").
+#[test]
+fn entries_dropped_during_thread_local_teardown_exit_cleanly() {
+    let fg: &'static Floodgate = Box::leak(Box::new(Floodgate::default()));
+    let worker = std::thread::spawn(move || {
+        // `HELD` is registered first, so it is torn down after the bookkeeping of any later exit.
+        HELD.with(|held| held.borrow_mut().clear());
+        let x = fg.entry("X").enter().unwrap();
+        let y = fg.entry("Y").enter().unwrap();
+        drop(x); // out of order: the engine remembers it
+        drop(y);
+        let a = fg.entry("A").enter().unwrap();
+        let b = fg.entry("B").enter().unwrap();
+        // Dropped in order of the vector at teardown: `a` first, out of order again.
+        HELD.with(|held| held.borrow_mut().extend([a, b]));
+    });
+    assert!(worker.join().is_ok());
+    for resource in ["A", "B", "X", "Y"] {
+        assert_eq!(
+            fg.cluster_node(resource).unwrap().cur_thread_num(),
+            0,
+            "{resource} exited"
+        );
+    }
+}

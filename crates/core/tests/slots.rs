@@ -257,3 +257,39 @@ fn a_slot_bound_to_a_rule_kind_runs_only_while_such_rules_are_in_force() {
     drop(fg.entry("R").enter().unwrap());
     assert_eq!(slot.0.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
+
+/// Fails in its exit hook for resource `boom`.
+#[derive(Debug)]
+struct PanicsOnExit;
+impl Slot for PanicsOnExit {
+    fn hooks(&self) -> Hooks {
+        Hooks {
+            entry: false,
+            pass: false,
+            block: false,
+            exit: true,
+        }
+    }
+    fn exit(&self, cx: &mut ExitContext<'_>) {
+        if cx.resource() == "boom" {
+            panic!("exit hook failed");
+        }
+    }
+}
+
+/// A slot whose exit hook panics cannot leave the exited entry current on its thread: later entries
+/// do not nest under it, nor run in its context.
+#[test]
+fn a_panicking_exit_hook_leaves_the_thread_clean() {
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(T0))
+        .slot("panics_on_exit", -7500, Arc::new(PanicsOnExit))
+        .build();
+    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        fg.context("cx")
+            .run(|| drop(fg.entry("boom").enter().unwrap()))
+    }));
+    assert!(failed.is_err());
+    let later = fg.entry("after").enter().unwrap();
+    assert_eq!(later.context_name(), floodgate_core::DEFAULT_CONTEXT_NAME);
+}
