@@ -143,12 +143,15 @@ impl Drop for Agent {
 }
 
 fn collect(fg: &Floodgate, metrics: &MetricStore, log: Option<&MetricLog>) {
-    let lines = metrics.collect(fg);
-    if let Some(log) = log {
-        if let Err(e) = log.append(&lines) {
-            tracing::warn!(error = %e, "metric log write failed");
+    // Appended under the store's lock: a collection that started later cannot write its (newer) lines
+    // first, which made the older ones look out of order and dropped them from the file.
+    metrics.collect_then(fg, |lines| {
+        if let Some(log) = log {
+            if let Err(e) = log.append(lines) {
+                tracing::warn!(error = %e, "metric log write failed");
+            }
         }
-    }
+    });
 }
 
 impl AgentBuilder {

@@ -36,6 +36,9 @@ pub struct MetricLog {
 #[derive(Debug)]
 struct Current {
     date: String,
+    /// The data file's and the index's paths (checked before each write: files deleted meanwhile, by
+    /// an operator clearing a full disk, are made again, as Sentinel's `MetricWriter` does).
+    paths: [PathBuf; 2],
     data: BufWriter<File>,
     index: BufWriter<File>,
     size: u64,
@@ -105,6 +108,8 @@ impl MetricLog {
     }
 
     fn open(&self, date: &str) -> std::io::Result<Current> {
+        // The directory too may have been removed.
+        std::fs::create_dir_all(&self.dir)?;
         let prefix = format!("{}.{date}", self.base);
         let next = self
             .files()?
@@ -128,10 +133,11 @@ impl MetricLog {
         let path = self.dir.join(&name);
         let data = OpenOptions::new().create(true).append(true).open(&path)?;
         let size = data.metadata()?.len();
+        let index_path = self.dir.join(format!("{name}.idx"));
         let index = OpenOptions::new()
             .create(true)
             .append(true)
-            .open(self.dir.join(format!("{name}.idx")))?;
+            .open(&index_path)?;
         // Keep at most `total_files` data files.
         let mut files = self.files()?;
         while files.len() > self.total_files {
@@ -141,6 +147,7 @@ impl MetricLog {
         }
         Ok(Current {
             date: date.to_owned(),
+            paths: [path, index_path],
             data: BufWriter::new(data),
             index: BufWriter::new(index),
             size,
@@ -154,8 +161,18 @@ impl MetricLog {
             return Ok(());
         }
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if state
+            .as_ref()
+            .is_some_and(|c| c.paths.iter().any(|p| !p.exists()))
+        {
+            *state = None;
+        }
         for line in lines {
             let second = line.timestamp / 1000;
+            // Before a roll: an older line must not start a file of its own day.
+            if state.as_ref().is_some_and(|c| second < c.last_second) {
+                continue;
+            }
             let date = utc_datetime(second)[..10].to_owned();
             let roll = match state.as_ref() {
                 None => true,

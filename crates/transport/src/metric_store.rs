@@ -114,6 +114,17 @@ impl MetricStore {
     /// Moves the seconds finished since the last collection out of `fg` (at most the last minute, the
     /// engine's history). Returns the lines collected, for the metric log.
     pub fn collect(&self, fg: &Floodgate) -> Vec<MetricLine> {
+        self.collect_then(fg, |_| ())
+    }
+
+    /// [`collect`](Self::collect), handing the lines to `then` before another collection can start:
+    /// two collections (the agent's timer and [`Agent::collect_metrics`](crate::Agent::collect_metrics))
+    /// then write their lines to the metric log in time order.
+    pub fn collect_then(
+        &self,
+        fg: &Floodgate,
+        then: impl FnOnce(&[MetricLine]),
+    ) -> Vec<MetricLine> {
         let now = fg.clock().now_ms();
         let current = now / 1000;
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -151,6 +162,7 @@ impl MetricStore {
         while state.seconds.front().is_some_and(|(s, _)| *s < oldest) {
             state.seconds.pop_front();
         }
+        then(&lines);
         lines
     }
 
@@ -200,6 +212,27 @@ impl MetricStore {
 mod tests {
     use super::*;
     use floodgate_core::ManualClock;
+
+    /// A collection hands its lines on (to the metric log) before another collection can start, so the
+    /// older lines are written first (else the log took them for out of order and dropped them).
+    #[test]
+    fn lines_are_handed_on_before_another_collection_can_start() {
+        let clock = ManualClock::new(1_700_000_000_000);
+        let fg = Floodgate::builder().clock(clock.clone()).build();
+        let store = MetricStore::new(Duration::from_secs(60));
+        clock.set(1_700_000_000_100);
+        drop(fg.entry("R").enter());
+        clock.set(1_700_000_002_100);
+        let mut handed = 0;
+        store.collect_then(&fg, |lines| {
+            handed = lines.len();
+            assert!(
+                store.state.try_lock().is_err(),
+                "a collection cannot start meanwhile"
+            );
+        });
+        assert!(handed > 0);
+    }
 
     #[test]
     fn collects_each_finished_second_once_and_expires_old_ones() {

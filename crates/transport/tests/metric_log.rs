@@ -112,3 +112,25 @@ fn an_app_name_with_a_path_stays_in_the_directory() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Files deleted while the log writes (an operator clearing a full disk), or their directory, are made
+/// again at the next write, as Sentinel's `MetricWriter` does; a line older than the last one never
+/// starts a file of its own day.
+#[test]
+fn deleted_files_are_made_again_and_old_lines_start_no_file() {
+    let dir = temp_dir("deleted");
+    let log = MetricLog::new(&dir, "app").unwrap();
+    log.append(&[line(T0, "a", 1)]).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    log.append(&[line(T0 + 1000, "a", 2)]).unwrap();
+    let files = log.files().unwrap();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let data = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(data.starts_with("1700000001000|"), "{data}");
+    assert!(std::path::Path::new(&format!("{}.idx", files[0].display())).exists());
+
+    let day_before = T0 - 86_400_000;
+    log.append(&[line(day_before, "late", 9)]).unwrap();
+    assert_eq!(log.files().unwrap(), files, "no file for the day before");
+    let _ = std::fs::remove_dir_all(&dir);
+}
