@@ -17,7 +17,8 @@
 //!
 //! Each Sentinel name is looked up as written (`csp.sentinel.api.port`) and in the upper-case underscore
 //! form (`CSP_SENTINEL_API_PORT`). A Floodgate variable wins over a Sentinel one. Invalid values are errors,
-//! never silently replaced by defaults.
+//! never silently replaced by defaults; so are empty tokens, paths and heartbeat addresses (a secret or a
+//! path that was not filled in).
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
@@ -142,6 +143,17 @@ fn lookup(get: &dyn Fn(&str) -> Option<String>, names: &[&str]) -> Option<(Strin
     })
 }
 
+fn non_empty(name: String, value: String) -> Result<String, ConfigError> {
+    if value.trim().is_empty() {
+        return Err(ConfigError::Invalid {
+            name,
+            value,
+            reason: "empty (unset the variable instead)",
+        });
+    }
+    Ok(value)
+}
+
 fn parse<T: std::str::FromStr>(
     name: String,
     value: String,
@@ -200,13 +212,13 @@ impl AgentConfig {
         if let Some((n, v)) = lookup(get, &["FLOODGATE_API_PORT", "csp.sentinel.api.port"]) {
             c.port = parse(n, v, "expected a port number")?;
         }
-        if let Some((_, v)) = lookup(
+        if let Some((n, v)) = lookup(
             get,
             &["FLOODGATE_HEARTBEAT_IP", "csp.sentinel.heartbeat.client.ip"],
         ) {
-            if !v.trim().is_empty() {
-                c.heartbeat_ip = Some(v.trim().to_owned());
-            }
+            // The dashboard calls the agent back at this address (and refuses a name).
+            let ip: IpAddr = parse(n, v, "expected an IP address")?;
+            c.heartbeat_ip = Some(ip.to_string());
         }
         if let Some((n, v)) = lookup(
             get,
@@ -236,13 +248,13 @@ impl AgentConfig {
                 .map(str::to_owned)
                 .collect();
         }
-        if let Some((_, v)) = lookup(get, &["FLOODGATE_TOKEN"]) {
-            if !v.is_empty() {
-                c.token = Some(v);
-            }
+        // An empty value is an error, not "unset": it is more likely a secret or a path that did not
+        // get filled in (an agent without its token, rules that never load) than a wish.
+        if let Some((n, v)) = lookup(get, &["FLOODGATE_TOKEN"]) {
+            c.token = Some(non_empty(n, v)?);
         }
-        if let Some((_, v)) = lookup(get, &["FLOODGATE_METRIC_LOG_DIR", "csp.sentinel.log.dir"]) {
-            c.metric_log_dir = Some(PathBuf::from(v));
+        if let Some((n, v)) = lookup(get, &["FLOODGATE_METRIC_LOG_DIR", "csp.sentinel.log.dir"]) {
+            c.metric_log_dir = Some(PathBuf::from(non_empty(n, v)?));
         }
         for (name, t) in [
             ("FLOODGATE_RULES_FLOW", RuleType::Flow),
@@ -251,8 +263,9 @@ impl AgentConfig {
             ("FLOODGATE_RULES_AUTHORITY", RuleType::Authority),
             ("FLOODGATE_RULES_PARAM_FLOW", RuleType::ParamFlow),
         ] {
-            if let Some((_, v)) = lookup(get, &[name]) {
-                c.rule_files.insert(t.into(), PathBuf::from(v));
+            if let Some((n, v)) = lookup(get, &[name]) {
+                c.rule_files
+                    .insert(t.into(), PathBuf::from(non_empty(n, v)?));
             }
         }
         Ok(c)
@@ -316,5 +329,27 @@ mod tests {
         );
         assert!(AgentConfig::from_vars(vars(&[("FLOODGATE_API_ADDR", "nowhere")])).is_err());
         assert!(AgentConfig::from_vars(vars(&[("FLOODGATE_HEARTBEAT_INTERVAL_MS", "0")])).is_err());
+        for name in [
+            "FLOODGATE_TOKEN",
+            "FLOODGATE_METRIC_LOG_DIR",
+            "FLOODGATE_RULES_FLOW",
+            "FLOODGATE_HEARTBEAT_IP",
+        ] {
+            let err = AgentConfig::from_vars(vars(&[(name, " ")])).unwrap_err();
+            assert!(err.to_string().starts_with(name), "{err}");
+        }
+        assert_eq!(
+            AgentConfig::from_vars(vars(&[("FLOODGATE_HEARTBEAT_IP", "my-host")]))
+                .unwrap_err()
+                .to_string(),
+            "FLOODGATE_HEARTBEAT_IP: invalid value `my-host` (expected an IP address)"
+        );
+        assert_eq!(
+            AgentConfig::from_vars(vars(&[("FLOODGATE_HEARTBEAT_IP", " 10.0.0.7 ")]))
+                .unwrap()
+                .heartbeat_ip
+                .as_deref(),
+            Some("10.0.0.7")
+        );
     }
 }

@@ -17,7 +17,7 @@ use hyper_util::rt::TokioExecutor;
 use crate::command::SENTINEL_VERSION;
 use crate::host::HostInfo;
 
-/// The most of a dashboard's answer read (it is discarded: only the status matters).
+/// The most of a dashboard's answer read (only its status and a `success` field matter).
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
 /// What a heartbeat says.
@@ -71,6 +71,7 @@ impl Heartbeat {
         loop {
             let body = self.form(now_ms());
             let mut sent = false;
+            let mut last_error = String::new();
             for i in 0..self.dashboards.len() {
                 let index = (preferred + i) % self.dashboards.len();
                 let dashboard = &self.dashboards[index];
@@ -81,13 +82,18 @@ impl Heartbeat {
                         break;
                     }
                     Err(e) => {
-                        tracing::debug!(dashboard = %dashboard, error = %e, "heartbeat failed")
+                        tracing::debug!(dashboard = %dashboard, error = %e, "heartbeat failed");
+                        last_error = e;
                     }
                 }
             }
             failures = if sent { 0 } else { failures.saturating_add(1) };
             if failures == 1 {
-                tracing::warn!(dashboards = ?self.dashboards, "no dashboard answered the heartbeat; backing off");
+                tracing::warn!(
+                    dashboards = ?self.dashboards,
+                    error = %last_error,
+                    "no dashboard took the heartbeat; backing off"
+                );
             }
             let delay = self
                 .interval
@@ -120,25 +126,56 @@ impl Heartbeat {
         let exchange = async {
             let response = client.request(request).await.map_err(|e| e.to_string())?;
             let status = response.status();
-            let _ = Limited::new(response.into_body(), MAX_ANSWER_BYTES)
+            let answer = Limited::new(response.into_body(), MAX_ANSWER_BYTES)
                 .collect()
-                .await;
-            Ok::<_, String>(status)
+                .await
+                .map(|body| body.to_bytes())
+                .unwrap_or_default();
+            Ok::<_, String>((status, answer))
         };
-        let status = tokio::time::timeout(Duration::from_secs(3), exchange)
+        let (status, answer) = tokio::time::timeout(Duration::from_secs(3), exchange)
             .await
             .map_err(|_| "timed out".to_owned())??;
-        if status.is_success() {
-            Ok(())
-        } else {
-            Err(format!("status {status}"))
+        if !status.is_success() {
+            return Err(format!("status {status}"));
         }
+        refusal(&answer).map_or(Ok(()), Err)
     }
+}
+
+/// Why the dashboard refused a heartbeat it answered with 200: Sentinel's dashboard answers
+/// `{"success":false,"msg":…}` for an invalid address or an app name over 256 characters, and the
+/// machine is then never registered.
+fn refusal(answer: &[u8]) -> Option<String> {
+    let answer: serde_json::Value = serde_json::from_slice(answer).ok()?;
+    (answer.get("success") == Some(&serde_json::Value::Bool(false))).then(|| {
+        format!(
+            "refused: {}",
+            answer
+                .get("msg")
+                .and_then(|m| m.as_str())
+                .unwrap_or("no reason given")
+        )
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refusals_in_a_200_answer() {
+        assert_eq!(
+            refusal(br#"{"success":false,"code":-1,"msg":"invalid ip"}"#).as_deref(),
+            Some("refused: invalid ip")
+        );
+        assert_eq!(refusal(br#"{"success":true,"code":0}"#), None);
+        assert_eq!(
+            refusal(b"ok"),
+            None,
+            "not Sentinel's answer: the status decides"
+        );
+    }
 
     #[test]
     fn urls_and_forms() {
