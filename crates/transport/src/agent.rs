@@ -341,7 +341,18 @@ impl AgentBuilder {
             )),
             None => None,
         };
-        let host = HostInfo::detect(c.heartbeat_ip.as_deref(), &c.dashboards);
+        let host = HostInfo::detect(c.heartbeat_ip.as_deref(), c.bind_addr, &c.dashboards);
+        if c.bind_addr.is_loopback()
+            && !host.provisional
+            && !host.ip.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+        {
+            tracing::warn!(
+                dashboards = ?c.dashboards,
+                reported = %host.ip,
+                "the agent listens on loopback only: a dashboard on another machine cannot reach it \
+                 (bind another address, with a token, for that)"
+            );
+        }
         let metrics = Arc::new(MetricStore::new(c.metric_retention));
         let state = Arc::new(CommandState {
             fg: self.fg.clone(),
@@ -357,6 +368,7 @@ impl AgentBuilder {
             app: c.app_name.clone(),
             app_type: c.app_type,
             host,
+            bind: c.bind_addr,
             port: addr.port(),
             path: c.heartbeat_path.clone(),
             token: c.token.clone(),

@@ -63,7 +63,10 @@ pub struct AgentConfig {
     pub dashboards: Vec<String>,
     /// Time between heartbeats.
     pub heartbeat_interval: Duration,
-    /// The IP reported to the dashboard (default: the local address that routes to the dashboard).
+    /// The IP reported to the dashboard, where it calls the agent back (default: the address the agent
+    /// listens on when that is one specific, non-loopback address, else the local address that routes
+    /// to the first dashboard that resolves, of the listening address's family; detected again before
+    /// each heartbeat while no dashboard resolves).
     pub heartbeat_ip: Option<String>,
     /// The dashboard's registration path.
     pub heartbeat_path: String,

@@ -5,6 +5,7 @@
 //! dashboard fails, the delay doubles up to eight intervals, then returns to the interval on success. The
 //! app keeps serving and keeps its rules whatever the dashboard does.
 
+use std::net::IpAddr;
 use std::time::Duration;
 
 use http_body_util::{BodyExt, Full, Limited};
@@ -26,6 +27,8 @@ pub(crate) struct Heartbeat {
     pub(crate) app: String,
     pub(crate) app_type: u8,
     pub(crate) host: HostInfo,
+    /// The address the agent listens on (for detecting `host` again while it is provisional).
+    pub(crate) bind: IpAddr,
     pub(crate) port: u16,
     pub(crate) path: String,
     pub(crate) token: Option<String>,
@@ -60,7 +63,7 @@ impl Heartbeat {
     }
 
     /// Sends heartbeats until the task is dropped.
-    pub(crate) async fn run(self, now_ms: impl Fn() -> u64) {
+    pub(crate) async fn run(mut self, now_ms: impl Fn() -> u64) {
         if self.dashboards.is_empty() {
             return;
         }
@@ -69,6 +72,11 @@ impl Heartbeat {
         let mut preferred = 0;
         let mut failures = 0u32;
         loop {
+            if self.host.provisional {
+                // No dashboard resolved yet (DNS not ready at start): try again rather than report
+                // loopback for good.
+                self.host = HostInfo::detect(None, self.bind, &self.dashboards);
+            }
             let body = self.form(now_ms());
             let mut sent = false;
             let mut last_error = String::new();
@@ -193,7 +201,9 @@ mod tests {
             host: HostInfo {
                 hostname: "h1".into(),
                 ip: "10.0.0.1".into(),
+                provisional: false,
             },
+            bind: IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
             port: 8719,
             path: "/registry/machine".into(),
             token: None,

@@ -7,43 +7,74 @@ use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs, UdpSocket};
 pub(crate) struct HostInfo {
     pub(crate) hostname: String,
     pub(crate) ip: String,
+    /// Whether `ip` is only a fallback (no route to a dashboard was found yet: its name did not resolve,
+    /// at start, say): detection is then tried again before each heartbeat.
+    pub(crate) provisional: bool,
 }
 
 impl HostInfo {
-    /// The host name, and `ip` if given, else the local address that routes towards the first dashboard
-    /// (the address a dashboard can reach; behind NAT or in Docker, set it explicitly), else loopback.
-    pub(crate) fn detect(ip: Option<&str>, dashboards: &[String]) -> Self {
+    /// The host name and the IP a dashboard can call the agent back at:
+    ///
+    /// * `ip` if given (behind NAT or in Docker, set it);
+    /// * else `bind`, when the agent listens on one specific address that is not loopback;
+    /// * else the local address that routes towards the first dashboard that resolves, of `bind`'s
+    ///   family when `bind` is a wildcard (`0.0.0.0` listens on IPv4 only);
+    /// * else loopback, provisionally.
+    pub(crate) fn detect(ip: Option<&str>, bind: IpAddr, dashboards: &[String]) -> Self {
         let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
             .ok()
             .map(|s| s.trim().to_owned())
             .filter(|s| !s.is_empty())
             .or_else(|| std::env::var("HOSTNAME").ok())
             .unwrap_or_else(|| "localhost".to_owned());
-        let ip = ip.map(str::to_owned).unwrap_or_else(|| {
-            dashboards
-                .first()
-                .and_then(|d| route_to(d))
-                .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
-                .to_string()
-        });
-        HostInfo { hostname, ip }
+        let (ip, provisional) = match ip {
+            Some(ip) => (ip.to_owned(), false),
+            None if !bind.is_unspecified() && !bind.is_loopback() => (bind.to_string(), false),
+            None => match dashboards.iter().find_map(|d| route_to(d, bind)) {
+                Some(ip) => (ip.to_string(), false),
+                None => (
+                    IpAddr::V4(Ipv4Addr::LOCALHOST).to_string(),
+                    !dashboards.is_empty(),
+                ),
+            },
+        };
+        HostInfo {
+            hostname,
+            ip,
+            provisional,
+        }
     }
 }
 
-/// The local address the OS would use to reach `dashboard` (a UDP `connect` sends nothing).
-fn route_to(dashboard: &str) -> Option<IpAddr> {
+/// The local address the OS would use to reach `dashboard` (a UDP `connect` sends nothing), of the
+/// family of `bind` when it is a wildcard. A dashboard without a port is on HTTP's 80.
+fn route_to(dashboard: &str, bind: IpAddr) -> Option<IpAddr> {
     let authority = dashboard
         .trim_start_matches("http://")
         .trim_start_matches("https://")
         .split('/')
         .next()?;
-    let target = authority.to_socket_addrs().ok()?.next()?;
-    let bind = if target.is_ipv4() {
+    // `host:port` or `[v6]:port`; a bare `[v6]` or name gets `:80`.
+    let has_port = authority.rsplit_once(':').is_some_and(|(host, port)| {
+        !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) && !host.ends_with(':')
+    });
+    let with_port = if has_port {
+        authority.to_owned()
+    } else {
+        format!("{authority}:80")
+    };
+    let family_ok = |target: &std::net::SocketAddr| match bind {
+        IpAddr::V4(b) if b.is_unspecified() => target.is_ipv4(),
+        IpAddr::V6(b) if b.is_unspecified() => true,
+        _ => true,
+    };
+    let target = with_port.to_socket_addrs().ok()?.find(family_ok)?;
+    let local = if target.is_ipv4() {
         "0.0.0.0:0"
     } else {
         "[::]:0"
     };
-    let socket = UdpSocket::bind(bind).ok()?;
+    let socket = UdpSocket::bind(local).ok()?;
     socket.connect(target).ok()?;
     Some(socket.local_addr().ok()?.ip())
 }
@@ -52,14 +83,42 @@ fn route_to(dashboard: &str) -> Option<IpAddr> {
 mod tests {
     use super::*;
 
+    const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+
     #[test]
     fn an_explicit_ip_wins_and_loopback_routes_to_loopback() {
-        let h = HostInfo::detect(Some("10.1.2.3"), &[]);
+        let h = HostInfo::detect(Some("10.1.2.3"), LOOPBACK, &[]);
         assert_eq!(h.ip, "10.1.2.3");
         assert!(!h.hostname.is_empty());
-        let h = HostInfo::detect(None, &["127.0.0.1:8080".to_owned()]);
-        assert_eq!(h.ip, "127.0.0.1");
-        let h = HostInfo::detect(None, &[]);
-        assert_eq!(h.ip, "127.0.0.1");
+        let h = HostInfo::detect(None, LOOPBACK, &["127.0.0.1:8080".to_owned()]);
+        assert_eq!((h.ip.as_str(), h.provisional), ("127.0.0.1", false));
+        let h = HostInfo::detect(None, LOOPBACK, &[]);
+        assert_eq!((h.ip.as_str(), h.provisional), ("127.0.0.1", false));
+    }
+
+    #[test]
+    fn a_specific_bind_address_is_reported() {
+        let bind: IpAddr = "10.1.2.3".parse().unwrap();
+        let h = HostInfo::detect(None, bind, &["127.0.0.1:8080".to_owned()]);
+        assert_eq!(h.ip, "10.1.2.3", "the address the agent listens on");
+    }
+
+    #[test]
+    fn a_dashboard_without_a_port_is_on_port_80() {
+        // A documentation address: routable in form, never answered (UDP connect sends nothing).
+        let ip = route_to("192.0.2.1", IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+        let with_port = route_to("192.0.2.1:80", IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+        assert_eq!(ip, with_port, "the same route as with :80");
+        assert_eq!(
+            route_to("http://127.0.0.1", LOOPBACK),
+            Some(LOOPBACK),
+            "a URL without a port"
+        );
+    }
+
+    #[test]
+    fn an_unresolved_dashboard_leaves_the_address_provisional() {
+        let h = HostInfo::detect(None, LOOPBACK, &["no-such-host.invalid:8080".to_owned()]);
+        assert_eq!((h.ip.as_str(), h.provisional), ("127.0.0.1", true));
     }
 }
