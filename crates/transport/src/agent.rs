@@ -277,7 +277,7 @@ impl AgentBuilder {
 
     /// Starts the agent: binds, loads the rule files, and runs the API, metrics and heartbeats. Refuses a
     /// non-loopback address without a token, a token shorter than 8 characters or padded, a heartbeat
-    /// interval of zero or over a day, and `https://` dashboards. The command API holds at most 64
+    /// interval of zero or over a day, `https://` dashboards and a heartbeat IP that is not an IP. The command API holds at most 64
     /// connections and wants each request's headers, and its body, within 10 s.
     pub fn start(self) -> Result<Agent, AgentError> {
         let c = &self.config;
@@ -304,6 +304,16 @@ impl AgentBuilder {
             return Err(AgentError::Invalid {
                 field: "dashboards",
                 reason: "https:// dashboards are not supported (heartbeats are sent over plain HTTP)",
+            });
+        }
+        if c.heartbeat_ip
+            .as_deref()
+            .is_some_and(|ip| ip.parse::<IpAddr>().is_err())
+        {
+            // The dashboard calls the agent back there, and refuses a name.
+            return Err(AgentError::Invalid {
+                field: "heartbeat_ip",
+                reason: "must be an IP address",
             });
         }
         if !c.bind_addr.is_loopback() && c.token.is_none() {

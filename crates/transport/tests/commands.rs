@@ -522,6 +522,11 @@ fn blank_short_or_padded_tokens_and_a_zero_heartbeat_interval_are_refused() {
         .start()
         .unwrap_err();
     assert!(err.to_string().contains("heartbeat_interval"), "{err}");
+    let err = builder(&fg)
+        .heartbeat_ip("my-host.example")
+        .start()
+        .unwrap_err();
+    assert!(err.to_string().contains("heartbeat_ip"), "{err}");
 }
 
 #[test]
