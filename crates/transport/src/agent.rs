@@ -278,7 +278,8 @@ impl AgentBuilder {
     /// Starts the agent: binds, loads the rule files, and runs the API, metrics and heartbeats. Refuses a
     /// non-loopback address without a token, a token shorter than 8 characters or padded, a heartbeat
     /// interval of zero or over a day, `https://` dashboards and a heartbeat IP that is not an IP. The command API holds at most 64
-    /// connections and wants each request's headers, and its body, within 10 s.
+    /// connections, wants each request's headers, and its body, within 10 s, and closes a connection
+    /// whose client reads no answer for 10 s.
     pub fn start(self) -> Result<Agent, AgentError> {
         let c = &self.config;
         if c.token

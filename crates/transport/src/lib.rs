@@ -35,6 +35,7 @@ mod metric_store;
 mod prometheus;
 mod rule_file;
 mod serve;
+mod write_deadline;
 
 pub use agent::{Agent, AgentBuilder, AgentError};
 pub use command::{CommandState, SENTINEL_VERSION, app};

@@ -3,9 +3,10 @@
 //! `axum::serve` runs hyper without a timer, so a client that sends half a request keeps its connection
 //! (a file descriptor of the application the agent lives in) for as long as it likes, and a graceful
 //! shutdown waits for it. Here each request's headers must arrive within [`HEADER_TIMEOUT`] (between
-//! keep-alive requests too), at most [`MAX_CONNECTIONS`] connections are open at once (more are closed
-//! as they arrive), and a stop waits at most [`SHUTDOWN_GRACE`] for requests in progress before it
-//! closes the rest. Bodies have their own deadline where they are read (the command handler).
+//! keep-alive requests too), a write of an answer blocked for [`WRITE_TIMEOUT`] (a client that does not
+//! read) closes its connection, at most [`MAX_CONNECTIONS`] connections are open at once (more are
+//! closed as they arrive), and a stop waits at most [`SHUTDOWN_GRACE`] for requests in progress before
+//! it closes the rest. Bodies have their own deadline where they are read (the command handler).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -19,8 +20,12 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
+use crate::write_deadline::WriteDeadline;
+
 /// How long a client may take to send a request's headers.
 pub(crate) const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long an answer's write may stay blocked on a client that does not read.
+pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How many connections the agent keeps open at once.
 pub(crate) const MAX_CONNECTIONS: usize = 64;
 /// How long a stop waits for requests in progress.
@@ -53,8 +58,10 @@ pub(crate) async fn serve(listener: TcpListener, app: Router, stop: impl Future<
             tracing::debug!("the agent has {MAX_CONNECTIONS} connections open; closing a new one");
             continue;
         };
-        let connection =
-            builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
+        let connection = builder.serve_connection(
+            TokioIo::new(WriteDeadline::new(stream, WRITE_TIMEOUT)),
+            TowerToHyperService::new(app.clone()),
+        );
         connections.spawn(async move {
             if let Err(error) = connection.await {
                 tracing::debug!(%error, "an agent connection ended with an error");
