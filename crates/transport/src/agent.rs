@@ -127,6 +127,7 @@ impl Agent {
     }
 
     fn stop_now(&mut self) {
+        self.rule_files.stop();
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
@@ -340,12 +341,13 @@ impl AgentBuilder {
             None => None,
         };
         let rule_files = Arc::new(RuleFiles::new(c.rule_files.clone()));
-        rule_files.load_all(&self.fg);
+        // Watched first, then loaded: an edit made between the two is not missed.
         let watcher = if c.rule_files.is_empty() {
             None
         } else {
             Some(rule_files.watch(self.fg.clone())?)
         };
+        rule_files.load_all(&self.fg);
         let metric_log = match &c.metric_log_dir {
             Some(dir) => Some(Arc::new(
                 MetricLog::new(dir, &c.app_name).map_err(AgentError::MetricLog)?,

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use floodgate_core::{Floodgate, RuleType};
@@ -30,6 +30,9 @@ pub struct RuleFiles {
     /// loaded and written): a reload must not land between a push's load and its write, or the file
     /// and the engine would end with the rules before the push.
     sync: Mutex<()>,
+    /// Set when the agent stops: the watcher's thread (which notify does not join) reloads nothing
+    /// into the engine after that.
+    stopped: AtomicBool,
 }
 
 impl RuleFiles {
@@ -39,6 +42,7 @@ impl RuleFiles {
             files,
             errors: Mutex::default(),
             sync: Mutex::default(),
+            stopped: AtomicBool::new(false),
         }
     }
 
@@ -145,8 +149,13 @@ impl RuleFiles {
                 }
             })
             .unwrap_or_else(|| Err(std::io::Error::other("no free temporary file name")))?;
-        let written = file
-            .write_all(pretty.as_bytes())
+        // The file the operator made keeps its mode (0600, 0664, …) across the replacement.
+        let kept_mode = match std::fs::metadata(path) {
+            Ok(old) => file.set_permissions(old.permissions()),
+            Err(_) => Ok(()),
+        };
+        let written = kept_mode
+            .and_then(|()| file.write_all(pretty.as_bytes()))
             .and_then(|()| file.write_all(b"\n"))
             .and_then(|()| file.sync_all())
             .and_then(|()| std::fs::rename(&tmp, path));
@@ -161,20 +170,29 @@ impl RuleFiles {
         Ok(())
     }
 
+    /// Reloads the types whose files `event` touched (none once stopped).
+    fn on_event(&self, fg: &Floodgate, event: &Event) {
+        if event.kind.is_access() || self.stopped.load(Ordering::Acquire) {
+            return;
+        }
+        for (key, path) in &self.files {
+            if event.paths.iter().any(|p| same_file(p, path)) {
+                let _ = self.load(fg, key.rule_type());
+            }
+        }
+    }
+
+    /// Stops the reloads of [`watch`](Self::watch) (events still queued change nothing).
+    pub(crate) fn stop(&self) {
+        self.stopped.store(true, Ordering::Release);
+    }
+
     /// Watches the files and reloads a type whenever its file changes.
     pub fn watch(self: &Arc<Self>, fg: Floodgate) -> notify::Result<RecommendedWatcher> {
         let files = Arc::clone(self);
         let mut watcher = notify::recommended_watcher(move |event: notify::Result<Event>| {
-            let Ok(event) = event else {
-                return;
-            };
-            if event.kind.is_access() {
-                return;
-            }
-            for (key, path) in &files.files {
-                if event.paths.iter().any(|p| same_file(p, path)) {
-                    let _ = files.load(&fg, key.rule_type());
-                }
+            if let Ok(event) = event {
+                files.on_event(&fg, &event);
             }
         })?;
         let mut dirs: Vec<PathBuf> = self
@@ -208,5 +226,33 @@ fn same_file(a: &Path, b: &Path) -> bool {
                 && a.parent().map(Path::canonicalize).and_then(Result::ok)
                     == b.parent().map(Path::canonicalize).and_then(Result::ok)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use notify::EventKind;
+    use notify::event::{DataChange, ModifyKind};
+
+    /// notify's watcher thread is not joined when the agent stops: an event it still delivers must not
+    /// load a file into the engine after the stop.
+    #[test]
+    fn events_after_a_stop_change_nothing() {
+        let dir = std::env::temp_dir().join(format!("floodgate-stop-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("flow.json");
+        std::fs::write(&path, r#"[{"resource":"r","count":1}]"#).unwrap();
+        let files = RuleFiles::new(BTreeMap::from([(RuleType::Flow.into(), path.clone())]));
+        let fg = Floodgate::default();
+        let event =
+            Event::new(EventKind::Modify(ModifyKind::Data(DataChange::Content))).add_path(path);
+        files.stop();
+        files.on_event(&fg, &event);
+        assert!(fg.flow_rules().is_empty(), "stopped: not loaded");
+        files.stopped.store(false, Ordering::Release);
+        files.on_event(&fg, &event);
+        assert_eq!(fg.flow_rules().len(), 1, "running: loaded");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -169,3 +169,33 @@ fn a_write_never_follows_a_planted_link() {
     assert_eq!(stray, 0, "no temporary file left");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A push replaces the file with one of the same mode (an operator's 0600 stays 0600).
+#[cfg(unix)]
+#[test]
+fn a_push_keeps_the_files_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = temp_dir("mode");
+    let file = dir.join("flow.json");
+    std::fs::write(&file, "[]").unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let (_clock, fg) = engine();
+    let agent = builder(&fg)
+        .rule_file(RuleType::Flow, &file)
+        .start()
+        .unwrap();
+    let (status, _) = post(
+        agent.local_addr(),
+        "setRules",
+        &[
+            ("type", "flow"),
+            ("data", r#"[{"resource":"r","count":1}]"#),
+        ],
+    );
+    assert_eq!(status, 200);
+    let written = std::fs::metadata(&file).unwrap();
+    assert!(std::fs::read_to_string(&file).unwrap().contains("\"r\""));
+    assert_eq!(written.permissions().mode() & 0o777, 0o600);
+    drop(agent);
+    let _ = std::fs::remove_dir_all(&dir);
+}
