@@ -4,8 +4,12 @@
 //! A file that does not parse or holds an invalid rule is rejected whole: the rules in force stay in
 //! force and the error is logged and kept ([`RuleFiles::last_error`]). An empty file changes nothing (it
 //! is usually a write in progress); `[]` clears the type. Writes go to a temporary file in
-//! the same directory that is then renamed over the old one, so a reader never sees half a file. The
-//! watcher follows the files' directories (editors and the writer replace files by renaming).
+//! the same directory that is then renamed over the old one, so a reader never sees half a file, and the
+//! new file keeps the old one's mode. The watcher follows the files' directories (editors and the writer
+//! replace files by renaming), and those of their targets when they are symbolic links; on any change
+//! there it reloads the files whose text changed, so an edit of a link's target or a Kubernetes
+//! ConfigMap update (a `..data` link swapped) reloads, and the agent's own writes do not. A push writes
+//! through a link to its target, and the link stays.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -33,6 +37,9 @@ pub struct RuleFiles {
     /// Set when the agent stops: the watcher's thread (which notify does not join) reloads nothing
     /// into the engine after that.
     stopped: AtomicBool,
+    /// The text each file had when last loaded or written: an event reloads only a file whose text
+    /// changed (so an event anywhere in a watched directory can be checked against every file).
+    seen: Mutex<BTreeMap<RuleTypeKey, String>>,
 }
 
 impl RuleFiles {
@@ -43,6 +50,7 @@ impl RuleFiles {
             errors: Mutex::default(),
             sync: Mutex::default(),
             stopped: AtomicBool::new(false),
+            seen: Mutex::default(),
         }
     }
 
@@ -66,11 +74,30 @@ impl RuleFiles {
             return Ok(());
         };
         let _sync = self.sync.lock().unwrap_or_else(|e| e.into_inner());
+        self.load_unsynced(fg, t, path, false)
+    }
+
+    /// [`load`](Self::load) under `sync`; `if_changed`: only if the text differs from the last seen.
+    fn load_unsynced(
+        &self,
+        fg: &Floodgate,
+        t: RuleType,
+        path: &Path,
+        if_changed: bool,
+    ) -> Result<(), String> {
         let result = match std::fs::read_to_string(path) {
             // An empty file is a write in progress (truncate, then write), not "no rules": write `[]`
             // to clear a type.
             Ok(text) if text.trim().is_empty() => return Ok(()),
-            Ok(text) => fg.load_rules_json(t, &text).map_err(|e| e.to_string()),
+            Ok(text) => {
+                let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+                if if_changed && seen.get(&t.into()) == Some(&text) {
+                    return Ok(());
+                }
+                let loaded = fg.load_rules_json(t, &text).map_err(|e| e.to_string());
+                seen.insert(t.into(), text);
+                loaded
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(e.to_string()),
         };
@@ -115,9 +142,15 @@ impl RuleFiles {
     }
 
     fn write_unsynced(&self, t: RuleType, json: &str) -> std::io::Result<()> {
-        let Some(path) = self.path(t) else {
+        let Some(configured) = self.path(t) else {
             return Ok(());
         };
+        // Through a symbolic link to its target, so that the link stays (a missing file: as named).
+        let target = std::fs::symlink_metadata(configured)
+            .is_ok_and(|m| m.file_type().is_symlink())
+            .then(|| configured.canonicalize().ok())
+            .flatten();
+        let path = target.as_deref().unwrap_or(configured);
         let pretty = serde_json::from_str::<serde_json::Value>(json)
             .and_then(|v| serde_json::to_string_pretty(&v))
             .unwrap_or_else(|_| json.to_owned());
@@ -167,18 +200,24 @@ impl RuleFiles {
         if let Ok(dir) = std::fs::File::open(dir) {
             let _ = dir.sync_all();
         }
+        // The watcher sees the rename: the rules are those in force, nothing to reload.
+        self.seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(t.into(), format!("{pretty}\n"));
         Ok(())
     }
 
-    /// Reloads the types whose files `event` touched (none once stopped).
+    /// Reloads the files whose text changed, on any change in a watched directory (none once
+    /// stopped). Any change, not only one naming a file: a file behind a symbolic link changes when the
+    /// link, its target or a link on the way is replaced (a Kubernetes ConfigMap swaps a `..data` link).
     fn on_event(&self, fg: &Floodgate, event: &Event) {
         if event.kind.is_access() || self.stopped.load(Ordering::Acquire) {
             return;
         }
+        let _sync = self.sync.lock().unwrap_or_else(|e| e.into_inner());
         for (key, path) in &self.files {
-            if event.paths.iter().any(|p| same_file(p, path)) {
-                let _ = self.load(fg, key.rule_type());
-            }
+            let _ = self.load_unsynced(fg, key.rule_type(), path, true);
         }
     }
 
@@ -195,9 +234,12 @@ impl RuleFiles {
                 files.on_event(&fg, &event);
             }
         })?;
+        // The directory of each file, and of its target when it is a symbolic link.
         let mut dirs: Vec<PathBuf> = self
             .files
             .values()
+            .flat_map(|p| [Some(p.clone()), p.canonicalize().ok()])
+            .flatten()
             .map(|p| {
                 p.parent()
                     .filter(|d| !d.as_os_str().is_empty())
@@ -212,20 +254,6 @@ impl RuleFiles {
             watcher.watch(&dir, RecursiveMode::NonRecursive)?;
         }
         Ok(watcher)
-    }
-}
-
-fn same_file(a: &Path, b: &Path) -> bool {
-    if a == b {
-        return true;
-    }
-    match (a.canonicalize(), b.canonicalize()) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => {
-            a.file_name() == b.file_name()
-                && a.parent().map(Path::canonicalize).and_then(Result::ok)
-                    == b.parent().map(Path::canonicalize).and_then(Result::ok)
-        }
     }
 }
 

@@ -199,3 +199,75 @@ fn a_push_keeps_the_files_mode() {
     drop(agent);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+fn count(fg: &floodgate_core::Floodgate) -> Option<f64> {
+    fg.flow_rules().first().map(|r| r.count)
+}
+
+/// A rule file behind a symbolic link: edits of the target reload it, and a push writes through the
+/// link (which stays a link).
+#[cfg(unix)]
+#[test]
+fn a_linked_file_reloads_on_target_edits_and_pushes_keep_the_link() {
+    let dir = temp_dir("linked");
+    std::fs::create_dir_all(dir.join("real")).unwrap();
+    let target = dir.join("real").join("flow.json");
+    std::fs::write(&target, r#"[{"resource":"R","count":5}]"#).unwrap();
+    let link = dir.join("flow.json");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let (_clock, fg) = engine();
+    let agent = builder(&fg)
+        .rule_file(RuleType::Flow, &link)
+        .start()
+        .unwrap();
+    assert_eq!(count(&fg), Some(5.0));
+    std::fs::write(&target, r#"[{"resource":"R","count":6}]"#).unwrap();
+    assert!(eventually(|| count(&fg) == Some(6.0)), "the target's edit");
+    let (status, _) = post(
+        agent.local_addr(),
+        "setRules",
+        &[
+            ("type", "flow"),
+            ("data", r#"[{"resource":"R","count":8}]"#),
+        ],
+    );
+    assert_eq!(status, 200);
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(std::fs::read_to_string(&target).unwrap().contains("8"));
+    drop(agent);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A Kubernetes ConfigMap volume: `flow.json -> ..data/flow.json`, and an update swaps the `..data`
+/// link to a new directory. The swap reloads the rules.
+#[cfg(unix)]
+#[test]
+fn a_configmap_update_reloads() {
+    use std::os::unix::fs::symlink;
+    let dir = temp_dir("configmap");
+    for (version, count) in [("..v1", 5), ("..v2", 9)] {
+        std::fs::create_dir_all(dir.join(version)).unwrap();
+        std::fs::write(
+            dir.join(version).join("flow.json"),
+            format!(r#"[{{"resource":"R","count":{count}}}]"#),
+        )
+        .unwrap();
+    }
+    symlink("..v1", dir.join("..data")).unwrap();
+    symlink("..data/flow.json", dir.join("flow.json")).unwrap();
+    let (_clock, fg) = engine();
+    let _agent = builder(&fg)
+        .rule_file(RuleType::Flow, dir.join("flow.json"))
+        .start()
+        .unwrap();
+    assert_eq!(count(&fg), Some(5.0));
+    symlink("..v2", dir.join("..data_tmp")).unwrap();
+    std::fs::rename(dir.join("..data_tmp"), dir.join("..data")).unwrap();
+    assert!(eventually(|| count(&fg) == Some(9.0)), "the swap reloaded");
+    let _ = std::fs::remove_dir_all(&dir);
+}
