@@ -15,7 +15,7 @@
 //!   [`advance`](ManualClock::advance) it, and its sleep returns at once without moving time.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -101,7 +101,10 @@ impl Clock for SystemClock {
 /// The real clock, read from a value a background thread refreshes every millisecond.
 ///
 /// All `CachedClock`s of a process share one ticker thread, started on first use. A reading lags real time
-/// by at most about one millisecond.
+/// by at most about one millisecond. A process forked from one that used it has no ticker thread (a
+/// fork copies only the forking thread): its first `CachedClock::new` (building an engine does it)
+/// starts one, and until then the clocks it inherited stand still, so build engines after a fork, or
+/// at least one.
 #[derive(Debug, Clone, Copy)]
 pub struct CachedClock {
     ticker: &'static Ticker,
@@ -110,31 +113,51 @@ pub struct CachedClock {
 #[derive(Debug)]
 struct Ticker {
     nanos: AtomicU64,
+    /// The process whose ticker thread refreshes `nanos` (0: none yet).
+    process: AtomicU32,
+    anchor: Anchor,
+}
+
+impl Ticker {
+    /// Starts the ticker thread unless process `pid` has one (a forked child does not).
+    fn run_in(&'static self, pid: u32) {
+        let previous = self.process.swap(pid, Ordering::AcqRel);
+        if previous == pid {
+            return;
+        }
+        let anchor = self.anchor;
+        let spawned = std::thread::Builder::new()
+            .name("floodgate-clock".into())
+            .spawn(move || {
+                // Ends if a later process (a fork's child that started its own) took over.
+                while self.process.load(Ordering::Acquire) == pid {
+                    std::thread::sleep(Duration::from_millis(1));
+                    self.nanos.store(anchor.read(), Ordering::Relaxed);
+                }
+            });
+        let fallback = if spawned.is_err() {
+            // Without a ticker the reading would freeze; fall back to precise reads.
+            u64::MAX
+        } else {
+            anchor.read()
+        };
+        self.nanos.store(fallback, Ordering::Relaxed);
+    }
 }
 
 impl CachedClock {
-    /// The process-wide cached clock; starts the ticker thread on first use.
+    /// The process-wide cached clock; starts the ticker thread on first use (and in a forked child).
     pub fn new() -> Self {
         static TICKER: OnceLock<&'static Ticker> = OnceLock::new();
         let ticker = *TICKER.get_or_init(|| {
             let anchor = Anchor::now();
-            let ticker: &'static Ticker = Box::leak(Box::new(Ticker {
+            Box::leak(Box::new(Ticker {
                 nanos: AtomicU64::new(anchor.read()),
-            }));
-            let spawned = std::thread::Builder::new()
-                .name("floodgate-clock".into())
-                .spawn(move || {
-                    loop {
-                        std::thread::sleep(Duration::from_millis(1));
-                        ticker.nanos.store(anchor.read(), Ordering::Relaxed);
-                    }
-                });
-            if spawned.is_err() {
-                // Without a ticker the reading would freeze; fall back to precise reads.
-                ticker.nanos.store(u64::MAX, Ordering::Relaxed);
-            }
-            ticker
+                process: AtomicU32::new(0),
+                anchor,
+            }))
         });
+        ticker.run_in(std::process::id());
         CachedClock { ticker }
     }
 }
@@ -247,6 +270,29 @@ mod tests {
         let clock = ManualClock::new(u64::MAX);
         clock.advance(Duration::from_secs(u64::MAX));
         assert_eq!(clock.now_nanos(), u64::MAX);
+    }
+
+    /// A process whose recorded ticker is another process's (a forked child: the fork copied no ticker
+    /// thread) starts its own, and the clock moves again; the replaced thread ends.
+    #[test]
+    fn a_process_without_its_ticker_starts_one() {
+        let clock = CachedClock::new();
+        let pid = std::process::id();
+        let ticker = clock.ticker;
+        // As if this were the child of process `pid`: the recorded process is not this one.
+        ticker.process.store(pid ^ 1, Ordering::Release);
+        CachedClock::new();
+        assert_eq!(ticker.process.load(Ordering::Acquire), pid, "taken over");
+        let start = clock.now_nanos();
+        // The new ticker moves the clock (polled: this is the real clock's own thread at work).
+        let moved = (0..5_000).any(|_| {
+            std::thread::yield_now();
+            clock.now_nanos() > start
+        }) || {
+            std::thread::sleep(Duration::from_millis(20));
+            clock.now_nanos() > start
+        };
+        assert!(moved, "the clock moves");
     }
 
     #[test]
