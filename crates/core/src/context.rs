@@ -55,6 +55,10 @@ struct ThreadState {
     contexts: Cell<u32>,
     /// How many entries [`EXITED`] holds (so that an exit in order never touches it).
     exited: Cell<u32>,
+    /// The current entry of another engine, hidden under `current` (an entry of a second engine started
+    /// inside one of the first): entries of that engine still nest under it. Set when an entry of the
+    /// second engine is placed, cleared when the hidden entry exits or is current again.
+    hidden: Cell<EntryFrame>,
 }
 
 thread_local! {
@@ -64,6 +68,7 @@ thread_local! {
             next_id: Cell::new(1),
             contexts: Cell::new(0),
             exited: Cell::new(0),
+            hidden: Cell::new(EntryFrame::NONE),
         }
     };
     static CONTEXTS: RefCell<Vec<ContextFrame>> = const { RefCell::new(Vec::new()) };
@@ -107,7 +112,10 @@ fn context_frame(engine: u64) -> Option<(u32, Option<u32>)> {
 /// else at the entrance of the context entered with `run`, else in the default context.
 #[inline]
 pub(crate) fn current(engine: u64) -> Placement {
-    let (entry, contexts) = STATE.with(|s| (s.current.get(), s.contexts.get()));
+    let (mut entry, contexts) = STATE.with(|s| (s.current.get(), s.contexts.get()));
+    if entry.engine != engine as u32 && entry.engine != 0 {
+        entry = hidden_or(entry, engine);
+    }
     let context = if contexts > 0 {
         context_frame(engine)
     } else {
@@ -176,7 +184,14 @@ pub(crate) fn pop(id: u32, previous: EntryFrame) {
                 skip_exited(s, previous)
             };
             s.current.set(next);
+            let hidden = s.hidden.get().id;
+            if hidden != 0 && (hidden == next.id || hidden == id) {
+                unhide(s);
+            }
         } else {
+            if s.hidden.get().id == id {
+                hidden_exited(s, previous);
+            }
             let _ = EXITED.try_with(|exited| {
                 let mut exited = exited.borrow_mut();
                 if exited.len() == MAX_EXITED {
@@ -186,6 +201,42 @@ pub(crate) fn pop(id: u32, previous: EntryFrame) {
                 s.exited.set(exited.len() as u32);
             });
         }
+    });
+}
+
+/// Where an entry of `engine` goes when the thread's current entry, `top`, is another engine's: under
+/// the hidden entry if it is `engine`'s. Else `top` is about to be hidden under the new entry (if it is
+/// admitted), and becomes the hidden one. (One hidden entry: with three engines interleaved, or two
+/// alternating twice, an entry may start at its context's entrance instead of under its engine's
+/// current entry, as before there was any.)
+#[cold]
+fn hidden_or(top: EntryFrame, engine: u64) -> EntryFrame {
+    STATE.with(|s| {
+        let hidden = s.hidden.get();
+        if hidden.engine == engine as u32 {
+            hidden
+        } else {
+            s.hidden.set(top);
+            top
+        }
+    })
+}
+
+/// The hidden frame is current again.
+#[cold]
+fn unhide(s: &ThreadState) {
+    s.hidden.set(EntryFrame::NONE);
+}
+
+/// The hidden entry exited (out of order): the one it had replaced, if of its engine, is hidden now.
+#[cold]
+fn hidden_exited(s: &ThreadState, previous: EntryFrame) {
+    let hidden = s.hidden.get();
+    let below = skip_exited(s, previous);
+    s.hidden.set(if below.engine == hidden.engine {
+        below
+    } else {
+        EntryFrame::NONE
     });
 }
 

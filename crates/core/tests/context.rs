@@ -231,3 +231,46 @@ fn entries_dropped_during_thread_local_teardown_exit_cleanly() {
         );
     }
 }
+
+/// An entry of a second engine started inside one of the first does not hide the first engine's
+/// current entry: the first engine's next entry still nests under its own (same context), and once
+/// that entry exits, even out of order, nothing nests under it any more.
+#[test]
+fn a_second_engines_entry_does_not_hide_the_first_engines() {
+    let a = engine();
+    let b = engine();
+    let a1 = a.context("ca").entry("A1").enter().unwrap();
+    let b1 = b.entry("B1").enter().unwrap();
+    let a2 = a.entry("A2").enter().unwrap();
+    assert_eq!(a2.context_name(), "ca", "nested under A1, not hidden by B1");
+    assert_eq!(
+        b.entry("B2").enter().unwrap().context_name(),
+        DEFAULT_CONTEXT_NAME
+    );
+    drop(a2);
+    drop(b1);
+    assert_eq!(a.entry("A3").enter().unwrap().context_name(), "ca");
+    drop(a1);
+    assert_eq!(
+        a.entry("A4").enter().unwrap().context_name(),
+        DEFAULT_CONTEXT_NAME
+    );
+
+    // A1 exits out of order, while B1 is current: A's next entries do not nest under it.
+    let a1 = a.context("ca").entry("A1").enter().unwrap();
+    let b1 = b.entry("B1").enter().unwrap();
+    drop(a1);
+    assert_eq!(
+        a.entry("A5").enter().unwrap().context_name(),
+        DEFAULT_CONTEXT_NAME
+    );
+    drop(b1);
+    assert_eq!(
+        a.entry("A6").enter().unwrap().context_name(),
+        DEFAULT_CONTEXT_NAME
+    );
+    assert_eq!(
+        b.entry("B3").enter().unwrap().context_name(),
+        DEFAULT_CONTEXT_NAME
+    );
+}
