@@ -92,3 +92,32 @@ fn out_of_range_numbers_say_so() {
         "rule 0: `burstCount` must be at most 4294967295, got 5000000000"
     );
 }
+
+/// Text that would clear a type by accident is refused, and changes nothing: blank text, `null`, or a
+/// system list in which no rule sets a threshold (misspelled fields are ignored, so `[{"maxQps":10}]`
+/// protected nothing). `[]` clears.
+#[test]
+fn lists_that_would_clear_by_accident_are_refused() {
+    let fg = Floodgate::default();
+    fg.load_flow_rules([FlowRule::new("F", 5.0)]).unwrap();
+    for text in ["", "  \n", "null"] {
+        assert!(
+            fg.load_rules_json(RuleType::Flow, text).is_err(),
+            "{text:?}"
+        );
+        assert_eq!(fg.flow_rules().len(), 1, "{text:?}: kept");
+    }
+    fg.load_system_rules([SystemRule::new().qps(10.0)]).unwrap();
+    let err = fg
+        .load_rules_json(RuleType::System, r#"[{"maxQps":10}]"#)
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("no rule sets a threshold"),
+        "{err}"
+    );
+    assert_eq!(fg.system_rules(), [SystemRule::new().qps(10.0)], "kept");
+    fg.load_rules_json(RuleType::System, r#"[{"qps":5},{}]"#)
+        .expect("an empty rule beside one that sets a threshold");
+    fg.load_rules_json(RuleType::Flow, "[]").unwrap();
+    assert!(fg.flow_rules().is_empty(), "[] clears");
+}

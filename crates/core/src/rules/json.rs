@@ -4,14 +4,17 @@ use serde_json::{Map, Value};
 
 use super::RuleError;
 
-/// Parses `json` as an array of objects (`null` or empty text is an empty list).
+/// Parses `json` as an array of objects (`[]` is an empty list; empty text and `null` are refused).
 pub(crate) fn parse_rule_array(json: &str) -> Result<Vec<Map<String, Value>>, RuleError> {
+    // Blank text or `null` would clear every rule of the type: more likely a value that did not get
+    // filled in than a wish, so it is refused; `[]` clears.
     if json.trim().is_empty() {
-        return Ok(Vec::new());
+        return Err(RuleError::Json(
+            "empty text (send [] to clear the rules)".to_owned(),
+        ));
     }
     let value: Value = serde_json::from_str(json).map_err(|e| RuleError::Json(e.to_string()))?;
     let items = match value {
-        Value::Null => return Ok(Vec::new()),
         Value::Array(items) => items,
         _ => return Err(RuleError::NotAnArray),
     };
@@ -287,7 +290,11 @@ mod tests {
             parse_rule_array("[").unwrap_err(),
             RuleError::Json(_)
         ));
-        assert!(parse_rule_array("null").unwrap().is_empty());
-        assert!(parse_rule_array("  ").unwrap().is_empty());
+        assert_eq!(parse_rule_array("null").unwrap_err(), RuleError::NotAnArray);
+        assert!(matches!(
+            parse_rule_array("  ").unwrap_err(),
+            RuleError::Json(_)
+        ));
+        assert!(parse_rule_array("[]").unwrap().is_empty());
     }
 }

@@ -106,7 +106,19 @@ impl SystemRules {
         for (index, rule) in rules.iter().enumerate() {
             rule.validate(index)?;
         }
+        let listed = !rules.is_empty();
         let snapshot = SystemSnapshot::new(rules);
+        if listed && !snapshot.is_active() {
+            // Rules that protect nothing, most likely misspelled fields (`maxQps`, ignored): refused,
+            // rather than switching protection off quietly. A rule that sets nothing beside others that
+            // do is harmless (SY-03), and `[]` clears.
+            return Err(RuleError::invalid(
+                0,
+                "(rule)",
+                "no rule sets a threshold (highestSystemLoad, highestCpuUsage, qps, avgRt, maxThread); \
+                 send [] to clear",
+            ));
+        }
         if snapshot.thresholds.reads_probe() {
             self.probe.start();
         }
