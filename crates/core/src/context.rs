@@ -190,7 +190,10 @@ pub(crate) fn pop(id: u32, previous: EntryFrame) {
             }
         } else {
             if s.hidden.get().id == id {
-                hidden_exited(s, previous);
+                // The hidden entry exited (out of order): nothing is hidden any more. (Not the entry
+                // it had replaced: finding it would consume the out-of-order records the next
+                // in-order exit needs.)
+                unhide(s);
             }
             let _ = EXITED.try_with(|exited| {
                 let mut exited = exited.borrow_mut();
@@ -222,22 +225,10 @@ fn hidden_or(top: EntryFrame, engine: u64) -> EntryFrame {
     })
 }
 
-/// The hidden frame is current again.
+/// The hidden frame is current again, or exited.
 #[cold]
 fn unhide(s: &ThreadState) {
     s.hidden.set(EntryFrame::NONE);
-}
-
-/// The hidden entry exited (out of order): the one it had replaced, if of its engine, is hidden now.
-#[cold]
-fn hidden_exited(s: &ThreadState, previous: EntryFrame) {
-    let hidden = s.hidden.get();
-    let below = skip_exited(s, previous);
-    s.hidden.set(if below.engine == hidden.engine {
-        below
-    } else {
-        EntryFrame::NONE
-    });
 }
 
 /// `frame`, or, if it exited out of order, the first entry under it that did not.

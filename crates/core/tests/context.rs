@@ -274,3 +274,29 @@ fn a_second_engines_entry_does_not_hide_the_first_engines() {
         DEFAULT_CONTEXT_NAME
     );
 }
+
+/// Two entries of the first engine exit out of order while a second engine's entry is current (the
+/// inner one hidden): once the second engine's entry exits, neither exited entry is current again, so
+/// a later entry of the first engine starts in the default context, without their origin.
+#[test]
+fn exits_out_of_order_under_a_second_engines_entry_leave_nothing_current() {
+    use floodgate_core::{AuthorityRule, BlockKind};
+    let a = engine();
+    let b = engine();
+    a.load_authority_rules([AuthorityRule::black("Z", "evil")])
+        .unwrap();
+    let a0 = a.context("ca").origin("evil").entry("A0").enter().unwrap();
+    let a1 = a.entry("A1").enter().unwrap();
+    let b1 = b.entry("B1").enter().unwrap();
+    drop(a0);
+    drop(a1);
+    drop(b1);
+    let z = a.entry("Z").enter();
+    assert!(
+        z.as_ref()
+            .is_ok_and(|e| e.context_name() == DEFAULT_CONTEXT_NAME),
+        "{:?}",
+        z.map(|e| e.context_name().to_owned())
+            .map_err(|b| b.kind() == BlockKind::Authority)
+    );
+}
