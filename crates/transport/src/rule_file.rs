@@ -132,18 +132,33 @@ impl RuleFiles {
     ) -> Result<std::io::Result<()>, floodgate_core::RuleError> {
         let _sync = self.sync.lock().unwrap_or_else(|e| e.into_inner());
         fg.load_rules_json(t, json)?;
-        Ok(self.write_unsynced(t, &fg.rules_json(t)))
+        let written = self.write_unsynced(t, &fg.rules_json(t));
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        match &written {
+            // The watcher sees the rename: these are the rules in force, nothing to reload.
+            Ok(Some(text)) => {
+                seen.insert(t.into(), text.clone());
+            }
+            Ok(None) => {}
+            // The file still holds what it held: the next change to it, even the same text saved
+            // again, reloads it.
+            Err(_) => {
+                seen.remove(&t.into());
+            }
+        }
+        Ok(written.map(drop))
     }
 
     /// Writes `json` (the rules of `t`) to its file, atomically; nothing to do without a file.
     pub fn write(&self, t: RuleType, json: &str) -> std::io::Result<()> {
         let _sync = self.sync.lock().unwrap_or_else(|e| e.into_inner());
-        self.write_unsynced(t, json)
+        self.write_unsynced(t, json).map(drop)
     }
 
-    fn write_unsynced(&self, t: RuleType, json: &str) -> std::io::Result<()> {
+    /// Writes the file of `t`; the text written (`None`: no file configured).
+    fn write_unsynced(&self, t: RuleType, json: &str) -> std::io::Result<Option<String>> {
         let Some(configured) = self.path(t) else {
-            return Ok(());
+            return Ok(None);
         };
         // Through a symbolic link to its target, so that the link stays (a missing file: as named).
         let target = std::fs::symlink_metadata(configured)
@@ -200,12 +215,7 @@ impl RuleFiles {
         if let Ok(dir) = std::fs::File::open(dir) {
             let _ = dir.sync_all();
         }
-        // The watcher sees the rename: the rules are those in force, nothing to reload.
-        self.seen
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(t.into(), format!("{pretty}\n"));
-        Ok(())
+        Ok(Some(format!("{pretty}\n")))
     }
 
     /// Reloads the files whose text changed, on any change in a watched directory (none once
@@ -216,6 +226,10 @@ impl RuleFiles {
             return;
         }
         let _sync = self.sync.lock().unwrap_or_else(|e| e.into_inner());
+        // Again under the lock: a stop that came while this event waited for it wins.
+        if self.stopped.load(Ordering::Acquire) {
+            return;
+        }
         for (key, path) in &self.files {
             let _ = self.load_unsynced(fg, key.rule_type(), path, true);
         }
@@ -262,6 +276,31 @@ mod tests {
     use super::*;
     use notify::EventKind;
     use notify::event::{DataChange, ModifyKind};
+
+    /// A push whose file write failed leaves the file as it was: the next change to it, even the same
+    /// text saved again, must reload it (the text it holds is no longer the rules in force).
+    #[test]
+    fn a_failed_write_forgets_the_files_text() {
+        let dir = std::env::temp_dir().join(format!("floodgate-forget-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // The file's directory is a plain file: the write fails.
+        std::fs::write(dir.join("plain"), "").unwrap();
+        let path = dir.join("plain").join("flow.json");
+        let files = RuleFiles::new(BTreeMap::from([(RuleType::Flow.into(), path)]));
+        files
+            .seen
+            .lock()
+            .unwrap()
+            .insert(RuleType::Flow.into(), "[]".to_owned());
+        let fg = Floodgate::default();
+        let written = files
+            .load_and_write(&fg, RuleType::Flow, r#"[{"resource":"r","count":1}]"#)
+            .unwrap();
+        assert!(written.is_err());
+        assert_eq!(fg.flow_rules().len(), 1, "loaded all the same");
+        assert!(files.seen.lock().unwrap().is_empty(), "forgotten");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     /// notify's watcher thread is not joined when the agent stops: an event it still delivers must not
     /// load a file into the engine after the stop.
