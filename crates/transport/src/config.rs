@@ -17,8 +17,9 @@
 //!
 //! Each Sentinel name is looked up as written (`csp.sentinel.api.port`) and in the upper-case underscore
 //! form (`CSP_SENTINEL_API_PORT`). A Floodgate variable wins over a Sentinel one. Invalid values are errors,
-//! never silently replaced by defaults; so are empty tokens, paths and heartbeat addresses (a secret or a
-//! path that was not filled in).
+//! never silently replaced by defaults; so are empty `FLOODGATE_*` tokens, paths and heartbeat addresses
+//! (a secret or a path that was not filled in). A blank value of a Sentinel name is unset, as Sentinel
+//! reads it.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
@@ -84,7 +85,8 @@ pub struct AgentConfig {
     /// the command API; 0 picks a free one). `/metrics` is also served on the command port.
     pub prometheus_port: Option<u16>,
     /// Host names requests may address the agent by (`Host` header), besides IP addresses, `localhost`
-    /// and the machine's name: any other is refused, against DNS rebinding (see the command API docs).
+    /// and the machine's name, when no token is set: any other is then refused, against DNS rebinding
+    /// (see the command API docs). With a token, any name may.
     pub allowed_hosts: Vec<String>,
 }
 
@@ -144,6 +146,13 @@ fn lookup(get: &dyn Fn(&str) -> Option<String>, names: &[&str]) -> Option<(Strin
             get(&upper).map(|v| (upper, v))
         })
     })
+}
+
+/// Whether a variable found is kept: a blank value of one of Sentinel's names is unset, as Sentinel reads
+/// it (a template that renders an empty value must not stop the app); Floodgate's own are kept (and a
+/// blank one is refused).
+fn sentinel_blank_is_unset((name, value): &(String, String)) -> bool {
+    name.starts_with("FLOODGATE_") || !value.trim().is_empty()
 }
 
 fn non_empty(name: String, value: String) -> Result<String, ConfigError> {
@@ -218,7 +227,9 @@ impl AgentConfig {
         if let Some((n, v)) = lookup(
             get,
             &["FLOODGATE_HEARTBEAT_IP", "csp.sentinel.heartbeat.client.ip"],
-        ) {
+        )
+        .filter(sentinel_blank_is_unset)
+        {
             // The dashboard calls the agent back at this address (and refuses a name).
             let ip: IpAddr = parse(n, v, "expected an IP address")?;
             c.heartbeat_ip = Some(ip.to_string());
@@ -256,7 +267,9 @@ impl AgentConfig {
         if let Some((n, v)) = lookup(get, &["FLOODGATE_TOKEN"]) {
             c.token = Some(non_empty(n, v)?);
         }
-        if let Some((n, v)) = lookup(get, &["FLOODGATE_METRIC_LOG_DIR", "csp.sentinel.log.dir"]) {
+        if let Some((n, v)) = lookup(get, &["FLOODGATE_METRIC_LOG_DIR", "csp.sentinel.log.dir"])
+            .filter(sentinel_blank_is_unset)
+        {
             c.metric_log_dir = Some(PathBuf::from(non_empty(n, v)?));
         }
         for (name, t) in [
@@ -341,6 +354,15 @@ mod tests {
             let err = AgentConfig::from_vars(vars(&[(name, " ")])).unwrap_err();
             assert!(err.to_string().starts_with(name), "{err}");
         }
+        let sentinel_blanks = AgentConfig::from_vars(vars(&[
+            ("CSP_SENTINEL_HEARTBEAT_CLIENT_IP", ""),
+            ("csp.sentinel.log.dir", " "),
+        ]))
+        .expect("Sentinel's names: blank is unset, as Sentinel reads them");
+        assert_eq!(
+            (sentinel_blanks.heartbeat_ip, sentinel_blanks.metric_log_dir),
+            (None, None)
+        );
         assert_eq!(
             AgentConfig::from_vars(vars(&[("FLOODGATE_HEARTBEAT_IP", "my-host")]))
                 .unwrap_err()

@@ -645,4 +645,15 @@ fn requests_from_web_pages_are_refused() {
         b"GET /version HTTP/1.1\r\nHost: ORDERS.internal:8719\r\nConnection: close\r\n\r\n",
     );
     assert_eq!(status, 200, "a configured name");
+    let agent = builder(&fg).token("s3cret-token").start().unwrap();
+    let (status, _) = raw(
+        agent.local_addr(),
+        b"GET /version HTTP/1.1\r\nHost: app.internal:8719\r\nX-Floodgate-Token: s3cret-token\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(status, 200, "with a token, any name");
+    let (status, _) = raw(
+        agent.local_addr(),
+        b"GET /version HTTP/1.1\r\nHost: app.internal:8719\r\nOrigin: https://evil.example\r\nX-Floodgate-Token: s3cret-token\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(status, 403, "a web page's request, token or not");
 }

@@ -12,10 +12,11 @@
 //! Requests a browser makes for a web page are refused with 403, token or not: binding to loopback does
 //! not stop a page the developer opens from calling `127.0.0.1:8719` (CC-01), nor a page whose name
 //! was rebound to this machine's address from reading the answers. So a request is refused when it has
-//! an `Origin` header or a `Sec-Fetch-Site` of `cross-site` or `same-site`, or when its `Host` is not an
-//! IP address, `localhost`, this machine's name or one of the configured
-//! [`allowed_hosts`](crate::AgentConfig::allowed_hosts). Sentinel's dashboard, `curl` and Prometheus
-//! send none of these headers and address the agent by IP.
+//! an `Origin` header or a `Sec-Fetch-Site` of `cross-site` or `same-site`, and, without a token, when
+//! its `Host` is not an IP address, `localhost`, this machine's name or one of the configured
+//! [`allowed_hosts`](crate::AgentConfig::allowed_hosts) (with a token a page cannot get in anyway, and
+//! any name may address the agent). Sentinel's dashboard, `curl` and Prometheus send neither header.
+//! A browser too old to send `Sec-Fetch-Site` still lets a page trigger a GET without a token: set one.
 
 mod info;
 mod metric;
@@ -246,6 +247,11 @@ fn browser_refusal(state: &CommandState, headers: &HeaderMap) -> Option<String> 
         .is_some_and(|site| matches!(site.as_bytes(), b"cross-site" | b"same-site"))
     {
         return Some("requests from other sites' pages are refused".to_owned());
+    }
+    // A page cannot know the token: with one configured, names are as good as addresses (Prometheus
+    // targets and compose services are often names).
+    if state.token.is_some() {
+        return None;
     }
     let host = headers.get(header::HOST)?;
     let host = host.to_str().unwrap_or("");
