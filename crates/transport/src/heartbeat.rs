@@ -71,11 +71,28 @@ impl Heartbeat {
             Client::builder(TokioExecutor::new()).build_http();
         let mut preferred = 0;
         let mut failures = 0u32;
+        // A detection in progress: name lookups block, and the agent's runtime has one thread (its
+        // API and timers must not wait for a resolver), so they run on the blocking pool, one at a time.
+        let mut detecting: Option<tokio::task::JoinHandle<HostInfo>> = None;
         loop {
-            if self.host.provisional {
+            if self.host.provisional
+                && detecting
+                    .as_ref()
+                    .is_none_or(tokio::task::JoinHandle::is_finished)
+            {
                 // No dashboard resolved yet (DNS not ready at start): try again rather than report
                 // loopback for good.
-                self.host = HostInfo::detect(None, self.bind, &self.dashboards);
+                if let Some(done) = detecting.take() {
+                    if let Ok(host) = done.await {
+                        self.host = host;
+                    }
+                }
+                if self.host.provisional {
+                    let (bind, dashboards) = (self.bind, self.dashboards.clone());
+                    detecting = Some(tokio::task::spawn_blocking(move || {
+                        HostInfo::detect(None, bind, &dashboards)
+                    }));
+                }
             }
             let body = self.form(now_ms());
             let mut sent = false;
