@@ -273,7 +273,8 @@ mod tests {
     }
 
     /// A process whose recorded ticker is another process's (a forked child: the fork copied no ticker
-    /// thread) starts its own, and the clock moves again; the replaced thread ends.
+    /// thread) starts its own, and the clock moves. (Here the replaced thread, this process's own,
+    /// sees the process taken back and goes on too; in a child it does not exist.)
     #[test]
     fn a_process_without_its_ticker_starts_one() {
         let clock = CachedClock::new();

@@ -121,3 +121,19 @@ fn lists_that_would_clear_by_accident_are_refused() {
     fg.load_rules_json(RuleType::Flow, "[]").unwrap();
     assert!(fg.flow_rules().is_empty(), "[] clears");
 }
+
+/// A whole number written with an exponent past ±9e15 is not exact as read: refused, saying how to
+/// write it.
+#[test]
+fn big_whole_numbers_must_be_written_in_digits() {
+    let fg = Floodgate::default();
+    let err = fg
+        .load_rules_json(RuleType::System, r#"[{"avgRt":1e16}]"#)
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "rule 0: `avgRt` must be written in digits past ±9e15, got 1e+16"
+    );
+    fg.load_rules_json(RuleType::System, r#"[{"avgRt":10000000000000000}]"#)
+        .unwrap();
+}

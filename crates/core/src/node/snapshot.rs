@@ -103,7 +103,8 @@ impl NodeView<'_> {
         self.node.minute_totals(self.now()).exception
     }
 
-    /// Borrowed passes still waiting for their window.
+    /// Passes counted in windows still to come: prioritized entries' borrowed passes and queued
+    /// (rate-limited) entries' passes.
     pub fn waiting(&self) -> u64 {
         self.node.waiting(self.now())
     }
