@@ -363,8 +363,8 @@ fn rate_limiter_queues_with_sentinels_numbers() {
 }
 
 /// A paced burst shows as paced: a queued call counts as a pass of the window it runs in (Sentinel's
-/// statistic slot counts it after the controller's sleep), not of the window it was admitted in. A
-/// queue reaching past the next interval counts one interval ahead (as far as a window is held).
+/// statistic slot counts it after the controller's sleep), not of the window it was admitted in, for
+/// queues longer than the statistics' interval too.
 #[test]
 fn queued_calls_count_in_the_second_they_run() {
     let (clock, fg) = engine();
@@ -388,6 +388,27 @@ fn queued_calls_count_in_the_second_they_run() {
         .collect();
     assert_eq!(passes, [10, 10], "10 a second, as paced");
     assert_eq!(node.total_pass(), 20, "every one counted once");
+
+    // A queue of five seconds: the calls run over five seconds, and count there.
+    let (clock, fg) = engine();
+    load(
+        &fg,
+        r#"[{"resource":"R","count":10,"controlBehavior":2,"maxQueueingTimeMs":5000}]"#,
+    );
+    for _ in 0..50 {
+        drop(fg.entry("R").enter().unwrap());
+    }
+    let node = fg.cluster_node("R").unwrap();
+    clock.set(T0 + 1200);
+    assert_eq!(node.pass_qps(), 10.0, "no spike a second in");
+    clock.set(T0 + 5500);
+    let passes: Vec<u64> = fg
+        .metrics(T0, T0 + 4999)
+        .iter()
+        .filter(|l| &*l.resource == "R")
+        .map(|l| l.pass_qps)
+        .collect();
+    assert_eq!(passes, [10, 10, 10, 10, 10]);
 }
 
 #[test]

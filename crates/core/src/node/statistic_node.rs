@@ -149,8 +149,8 @@ impl StatisticNode {
 
     /// Counts `n` admitted requests that run after a queueing wait, at `runs_at`: in the window they run
     /// in, as Sentinel's statistic slot counts them after the controller's sleep (so a paced burst
-    /// shows as paced). A window more than one interval ahead (a queue longer than the window) is
-    /// counted one interval ahead, the farthest a future window can be held.
+    /// shows as paced). A wait of more than a minute counts a minute ahead, the farthest a future
+    /// window is held (for short windows, at most 240 windows ahead).
     pub(crate) fn add_queued_pass(&self, at: Cursor, runs_at: u64, n: u32) {
         match self.second.future_window_time(at.now, runs_at) {
             None => self.record(at, Event::Pass, n),

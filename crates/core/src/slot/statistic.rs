@@ -3,7 +3,7 @@
 //! On pass: concurrency +1 and `count` passes on the context node (if it counts), the cluster node, the
 //! origin node and, for inbound entries, the global inbound node. A prioritized entry that borrowed future
 //! capacity counts as a pass of that window, and a queued entry (a rate limiter's wait) as a pass of
-//! the window it runs in, as Sentinel counts it after the controller's sleep (at most one interval
+//! the window it runs in, as Sentinel counts it after the controller's sleep (at most a minute
 //! ahead). On block: `count` blocks on the same nodes. On exit: RT and `count` successes, `count`
 //! exceptions if an error was traced, and concurrency −1.
 

@@ -34,7 +34,8 @@
 //! records passes borrowed from a future window, they count as passes of that window when it comes, and
 //! [`LeapArray::current_waiting`] sums the borrowed passes whose window has not started yet.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use thiserror::Error;
 
@@ -87,6 +88,19 @@ pub enum WindowError {
     },
 }
 
+/// How far ahead passes may be counted in a future window (a queue's wait, a prioritized borrow): a
+/// longer wait counts this far ahead.
+pub(crate) const FUTURE_HORIZON_MS: u64 = 60_000;
+
+/// The most future windows a node keeps cells for (short windows reach less than the horizon).
+const MAX_FUTURE_WINDOWS: u64 = 240;
+
+/// How many future windows of `window_length` ms a node keeps cells for: the horizon, at least one
+/// interval's worth of windows is added by the caller (the span).
+fn future_windows(window_length: u64) -> usize {
+    (FUTURE_HORIZON_MS / window_length.max(1)).clamp(1, MAX_FUTURE_WINDOWS) as usize
+}
+
 /// One stripe of one slot: the tagged cells, plus a gauge (used in slot 0 for concurrency).
 #[derive(Debug, Default)]
 #[repr(align(64))]
@@ -130,11 +144,12 @@ pub(crate) struct LeapArray {
     stripe_mask: usize,
     stripes: usize,
     slots: Box<[Stripe]>,
-    /// Passes borrowed from future windows, one cell per window of `2 × sample_count` (a borrow reaches
-    /// at most one interval ahead, so a future window never shares a cell with one still in the span).
-    borrowed: Box<[AtomicU64]>,
-    /// Whether anything was ever borrowed: until then a pass sum skips the borrowed cells.
-    ever_borrowed: AtomicBool,
+    /// Passes counted in future windows (prioritized entries' borrowed passes, queued entries' passes),
+    /// one cell per window on a ring of [`borrowed_len`](Self::borrowed_len) windows: the span and
+    /// [`FUTURE_HORIZON_MS`] ahead of it, so that a future window never shares a cell with one still in
+    /// the span. Allocated on the first such pass (most nodes never need it).
+    borrowed: OnceLock<Box<[AtomicU64]>>,
+    borrowed_len: usize,
 }
 
 impl LeapArray {
@@ -172,8 +187,9 @@ impl LeapArray {
             stripe_mask: stripes - 1,
             stripes,
             slots: (0..n * stripes).map(|_| Stripe::default()).collect(),
-            borrowed: (0..2 * n).map(|_| AtomicU64::new(0)).collect(),
-            ever_borrowed: AtomicBool::new(false),
+            borrowed: OnceLock::new(),
+            // A prioritized borrow reaches one interval ahead, whatever the horizon.
+            borrowed_len: n + future_windows(interval_ms / u64::from(sample_count)).max(n),
         })
     }
 
@@ -273,25 +289,32 @@ impl LeapArray {
 
     /// Borrows `n` passes from the window containing the future time `future_t`.
     pub(crate) fn add_borrowed(&self, future_t: u64, n: u32) -> AddOutcome {
-        if !self.ever_borrowed.load(Ordering::Relaxed) {
-            self.ever_borrowed.store(true, Ordering::Release);
-        }
+        let cells = self
+            .borrowed
+            .get_or_init(|| (0..self.borrowed_len).map(|_| AtomicU64::new(0)).collect());
         let window = self.window_of(future_t);
-        cell::add(self.borrowed_cell(window), window as u32, n)
+        cell::add(
+            &cells[(window % cells.len() as u64) as usize],
+            window as u32,
+            n,
+        )
     }
 
-    /// The borrowed-pass cell of `window`.
-    fn borrowed_cell(&self, window: u64) -> &AtomicU64 {
-        &self.borrowed[(window % self.borrowed.len() as u64) as usize]
+    /// The borrowed-pass cell of `window` (none before anything was borrowed).
+    #[inline]
+    fn borrowed_cell(&self, window: u64) -> Option<&AtomicU64> {
+        let cells = self.borrowed.get()?;
+        Some(&cells[(window % cells.len() as u64) as usize])
     }
 
     /// Where a pass at `later` counts, seen at `now`: `None` for the window of `now` (or an earlier one),
-    /// else a time in the window of `later`, at most one interval ahead (as far as a borrowed cell
-    /// reaches).
+    /// else a time in the window of `later`, at most [`FUTURE_HORIZON_MS`] (and one interval) ahead, as
+    /// far as a borrowed cell reaches.
     pub(crate) fn future_window_time(&self, now: u64, later: u64) -> Option<u64> {
         let current = self.window_of(now);
         let window = self.window_of(later);
-        (window > current).then(|| window.min(current + self.sample_count) * self.window_length)
+        let reach = (self.borrowed_len as u64).saturating_sub(self.sample_count);
+        (window > current).then(|| window.min(current + reach) * self.window_length)
     }
 
     /// Adds `delta` to the gauge (concurrency) on `stripe`.
@@ -317,7 +340,9 @@ impl LeapArray {
         self.stripes_of(window)
             .iter()
             .any(|s| s.cells.iter().any(|c| cell::read(c, tag).is_some()))
-            || cell::read(self.borrowed_cell(window), tag).is_some()
+            || self
+                .borrowed_cell(window)
+                .is_some_and(|c| cell::read(c, tag).is_some())
     }
 
     /// The value of `event` in window `window` (borrowed passes included in `Pass`); 0 if absent.
@@ -330,7 +355,10 @@ impl LeapArray {
             .map(u64::from)
             .sum();
         if event == Event::Pass {
-            sum += cell::read(self.borrowed_cell(window), tag).map_or(0, u64::from);
+            sum += self
+                .borrowed_cell(window)
+                .and_then(|c| cell::read(c, tag))
+                .map_or(0, u64::from);
         }
         sum
     }
@@ -397,8 +425,15 @@ impl LeapArray {
             .iter()
             .map(|s| in_span(&s.cells[event as usize]))
             .sum();
-        if event == Event::Pass && self.ever_borrowed.load(Ordering::Acquire) {
-            total += self.borrowed.iter().map(in_span).sum::<u64>();
+        if event == Event::Pass {
+            if let Some(cells) = self.borrowed.get() {
+                // The span's own cells, by index: the ring reaches far ahead.
+                let len = cells.len() as u64;
+                total += (0..self.sample_count)
+                    .filter_map(|back| window.checked_sub(back))
+                    .map(|w| in_span(&cells[(w % len) as usize]))
+                    .sum::<u64>();
+            }
         }
         total
     }
@@ -464,7 +499,10 @@ impl LeapArray {
     /// Borrowed passes whose window starts after `now` (Sentinel's `currentWaiting()`).
     pub(crate) fn current_waiting(&self, now: u64) -> u64 {
         let current = self.window_of(now);
-        self.borrowed
+        let Some(cells) = self.borrowed.get() else {
+            return 0;
+        };
+        cells
             .iter()
             .filter_map(|c| {
                 let (tag, value) = cell::unpack(c.load(Ordering::Relaxed))?;
@@ -494,7 +532,7 @@ impl LeapArray {
                 visit(stripe.cells[event as usize].load(Ordering::Relaxed), event);
             }
         }
-        for c in self.borrowed.iter() {
+        for c in self.borrowed.get().into_iter().flatten() {
             visit(c.load(Ordering::Relaxed), Event::Pass);
         }
     }
