@@ -35,7 +35,8 @@
 //! * Caps, so that names a client chooses cannot grow the engine without bound: 6000 resources
 //!   ([`FloodgateBuilder::max_resources`]; past it a name no rule names passes uncounted, or shares
 //!   [`OVER_CAP_RESOURCE`] while system or default `"*"` degrade rules are in force), 2000 contexts, 1000
-//!   origins per resource.
+//!   origins per resource, and 10,000 distinct origin names in the engine (past it, a context's new
+//!   origin that no rule names is [`OVER_CAP_ORIGIN`]; origins rules name keep their names).
 //! * [`Slot`]s, registered with an order ([`register_slot!`]) and assembled per engine by
 //!   [`FloodgateBuilder`]; an engine with only the built-in slots runs them as straight-line code.
 //! * Resources by name ([`Floodgate::entry`]), resolved once ([`Floodgate::resource`], borrowing the
