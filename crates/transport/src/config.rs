@@ -354,6 +354,15 @@ mod tests {
             let err = AgentConfig::from_vars(vars(&[(name, " ")])).unwrap_err();
             assert!(err.to_string().starts_with(name), "{err}");
         }
+        assert_eq!(
+            AgentConfig::from_vars(vars(&[(
+                "FLOODGATE_ALLOWED_HOSTS",
+                " orders.internal , ,app "
+            )]))
+            .unwrap()
+            .allowed_hosts,
+            ["orders.internal", "app"]
+        );
         let sentinel_blanks = AgentConfig::from_vars(vars(&[
             ("CSP_SENTINEL_HEARTBEAT_CLIENT_IP", ""),
             ("csp.sentinel.log.dir", " "),

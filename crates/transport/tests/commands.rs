@@ -657,3 +657,23 @@ fn requests_from_web_pages_are_refused() {
     );
     assert_eq!(status, 403, "a web page's request, token or not");
 }
+
+/// `setRules` with an empty `data` is refused (blank text would clear the type by accident) and changes
+/// nothing; without `data` it clears, as Sentinel's does.
+#[test]
+fn set_rules_with_empty_data_is_refused() {
+    let (_clock, fg) = engine();
+    fg.load_rules_json(RuleType::Flow, r#"[{"resource":"R","count":2}]"#)
+        .unwrap();
+    let agent = builder(&fg).start().unwrap();
+    let (status, body) = post(
+        agent.local_addr(),
+        "setRules",
+        &[("type", "flow"), ("data", "")],
+    );
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(fg.flow_rules().len(), 1, "kept");
+    let (status, _) = post(agent.local_addr(), "setRules", &[("type", "flow")]);
+    assert_eq!(status, 200);
+    assert!(fg.flow_rules().is_empty(), "no data: cleared");
+}
