@@ -5,14 +5,20 @@
 //! `axum` feature, axum's route template (`GET:/orders/{id}`); for gRPC, the method path
 //! (`/pkg.Service/Method`, or `grpc:/*` once the layer knows 1024 names: clients choose paths);
 //! otherwise `METHOD:/*`, or whatever [`FloodgateLayer::resource_fn`] returns. Methods other than the
-//! eight of RFC 9110 and PATCH are named `_OTHER`. The caller's origin comes from a header of your
+//! eight of RFC 9110 and PATCH are named `_OTHER`, and HEAD counts on GET's resource (axum serves it
+//! with the GET handler). Route templates need the layer inside the router, where axum has matched the
+//! route: `route_layer` (or a handler's layer, below); a layer around the whole router sees every request
+//! as `METHOD:/*`. A gRPC service mounted in an axum router (a catch-all route per service) is named by
+//! method path all the same. The caller's origin comes from a header of your
 //! choice (the engine counts at most 1000 origins per resource apart; clients choose header values). A blocked request gets a response from the
 //! [`BlockResponse`] (by default 429 for flow and hot-parameter blocks, 503 for circuit breakers and
 //! system protection, 403 for authority, each with a short body naming the kind, and `Retry-After`
 //! where the rule tells when to retry: [`DefaultBlockResponse::retry_after`]). Errors,
 //! 5xx responses, gRPC server failures (a `grpc-status` header of UNKNOWN, DEADLINE_EXCEEDED,
-//! UNIMPLEMENTED, INTERNAL, UNAVAILABLE or DATA_LOSS) and panics are traced into the entry, so
-//! error-ratio breakers see failing requests. The entry exits when the response is ready, when the
+//! UNIMPLEMENTED, INTERNAL, UNAVAILABLE or DATA_LOSS) and panics (in the service's `call` or its future)
+//! are traced into the entry, so error-ratio breakers see failing requests; a block answered by
+//! another Floodgate layer inside this one is not (one route's open breaker must not open the whole
+//! service's). The entry exits when the response is ready, when the
 //! service fails, when the handler panics (traced, then unwinding drops it) and when the response
 //! future is dropped (cancellation). A queueing wait is awaited with a tokio timer
 //! before the request reaches the service, never slept on a worker thread: the service, which must be

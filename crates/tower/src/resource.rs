@@ -50,25 +50,48 @@ impl<'a> NameParts<'a> {
     }
 
     pub(crate) fn of(head: &RequestHead<'a>) -> Self {
-        let method = known_method(head.method);
+        // axum serves HEAD with the GET handler: one resource, as in
+        // Sentinel, whose web names carry no method; else HEAD requests get around GET's rules.
+        let method = match head.method {
+            &Method::HEAD => &Method::GET,
+            other => known_method(other),
+        };
         #[cfg(feature = "axum")]
         if let Some(path) = head.extensions.get::<axum::extract::MatchedPath>() {
-            return NameParts {
-                method: Some(method),
-                route: path.as_str(),
-                matched: Some(path),
-            };
+            // A gRPC service mounted in an axum router (tonic's `into_axum_router`) matches a
+            // catch-all route per service: its methods are named by their paths, as outside axum.
+            if !(is_catch_all(path.as_str()) && is_grpc(head)) {
+                return NameParts {
+                    method: Some(method),
+                    route: path.as_str(),
+                    matched: Some(path),
+                };
+            }
         }
-        let grpc = head
-            .headers
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("application/grpc"));
-        if grpc {
+        if is_grpc(head) {
             return NameParts::new(None, head.uri.path());
         }
         NameParts::new(Some(method), "/*")
     }
+}
+
+/// Whether an axum route template ends with a catch-all segment (`/{*rest}`; axum allows it only
+/// last). Looks at the last segment only: this runs for every request.
+fn is_catch_all(template: &str) -> bool {
+    let bytes = template.as_bytes();
+    if bytes.last() != Some(&b'}') {
+        return false;
+    }
+    let start = bytes.iter().rposition(|&b| b == b'/').map_or(0, |i| i + 1);
+    bytes[start..].starts_with(b"{*")
+}
+
+/// Whether the request is a gRPC call (by its content type).
+fn is_grpc(head: &RequestHead<'_>) -> bool {
+    head.headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/grpc"))
 }
 
 /// The methods of RFC 9110 (and PATCH) name themselves; any other is [`OTHER`].
@@ -103,5 +126,20 @@ impl fmt::Display for NameParts<'_> {
             Some(method) => write!(f, "{method}:{}", self.route),
             None => f.write_str(self.route),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_catch_all;
+
+    #[test]
+    fn catch_all_templates() {
+        assert!(is_catch_all("/hello.Greeter/{*rest}"));
+        assert!(is_catch_all("/{*path}"));
+        assert!(!is_catch_all("/orders/{id}"));
+        assert!(!is_catch_all("/orders/{id}/items"));
+        assert!(!is_catch_all("/"));
+        assert!(!is_catch_all(""));
     }
 }

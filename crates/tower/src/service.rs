@@ -7,7 +7,7 @@ use floodgate_core::{EntryBuilder, EntryType};
 use http::{Request, Response};
 use tower_service::Service;
 
-use crate::future::ResponseFuture;
+use crate::future::{ResponseFuture, call_traced};
 use crate::layer::{FloodgateLayer, Naming};
 use crate::resource::{NameParts, RequestHead};
 use crate::response::BlockResponse;
@@ -85,7 +85,9 @@ where
             Ok(entry) => {
                 let wait = entry.waited();
                 if wait.is_zero() || !self.layer.shared.fg.clock().sleeps() {
-                    return ResponseFuture::admitted(entry, self.inner.call(request));
+                    let entry = Some(entry);
+                    let future = call_traced(&mut self.inner, request, &entry);
+                    return ResponseFuture::admitted(entry, future);
                 }
                 // The request reaches the service only once the wait is over: a service may act when
                 // called, before its future is polled. The service made ready goes with the request,

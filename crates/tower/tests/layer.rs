@@ -641,3 +641,126 @@ fn a_layer_is_send_whenever_its_block_response_is() {
         }),
     ));
 }
+
+/// A gRPC service mounted in an axum router (tonic's `into_axum_router` routes `/{NAME}/{*rest}`) names
+/// each method by its path, not the catch-all route shared by all of them.
+#[tokio::test]
+async fn grpc_methods_in_an_axum_router_keep_their_names() {
+    let (_clock, fg) = engine();
+    let grpc = tower::service_fn(|_: Request<Body>| async {
+        Ok::<_, std::convert::Infallible>(axum::response::Response::new(Body::empty()))
+    });
+    let app: Router = Router::new()
+        .route_service("/hello.Greeter/{*rest}", grpc)
+        .route_layer(FloodgateLayer::new(fg.clone()));
+    for method in ["SayHello", "SayGoodbye"] {
+        let request = Request::post(format!("/hello.Greeter/{method}"))
+            .header(header::CONTENT_TYPE, "application/grpc")
+            .body(Body::empty())
+            .unwrap();
+        app.clone().oneshot(request).await.unwrap();
+    }
+    let mut names: Vec<String> = fg.resource_names().iter().map(|n| n.to_string()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["/hello.Greeter/SayGoodbye", "/hello.Greeter/SayHello"]
+    );
+}
+
+/// axum serves HEAD with the GET handler: HEAD requests count on the GET resource, so they cannot get
+/// around its rules.
+#[tokio::test]
+async fn head_requests_count_on_the_get_resource() {
+    let (_clock, fg) = engine();
+    let app = app(&fg);
+    fg.load_rules_json(
+        RuleType::Flow,
+        r#"[{"resource":"GET:/orders/{id}","count":1}]"#,
+    )
+    .unwrap();
+    assert_eq!(status(&app, "/orders/1", None).await.0, StatusCode::OK);
+    let head = app
+        .clone()
+        .oneshot(Request::head("/orders/2").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(head.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(fg.cluster_node("HEAD:/orders/{id}").is_none());
+}
+
+/// A layer outside another (a global `.layer` around a `.route_layer`) does not count the inner layer's
+/// block (a 503 from an open breaker) as its service's failure: one route's breaker must not open the
+/// whole service's.
+#[tokio::test]
+async fn an_outer_layer_does_not_trace_an_inner_block() {
+    let (_clock, fg) = engine();
+    let routes: Router = Router::new()
+        .route("/fail", get(fail))
+        .route_layer(FloodgateLayer::new(fg.clone()));
+    // Around the whole router: no route template yet, so `GET:/*`.
+    let app = tower::ServiceBuilder::new()
+        .layer(FloodgateLayer::new(fg.clone()))
+        .service(routes);
+    fg.load_degrade_rules([DegradeRule::error_count("GET:/fail", 1.0)
+        .min_request_amount(1)
+        .time_window(10)])
+        .unwrap();
+    let mut statuses = Vec::new();
+    for _ in 0..5 {
+        let response = app
+            .clone()
+            .oneshot(Request::get("/fail").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        statuses.push(response.status().as_u16());
+    }
+    assert_eq!(
+        statuses,
+        [500, 500, 503, 503, 503],
+        "the route's breaker opened"
+    );
+    let outer = fg.cluster_node("GET:/*").unwrap();
+    assert_eq!(outer.pass_qps(), 5.0, "the outer layer let them all in");
+    assert_eq!(
+        outer.exception_qps(),
+        2.0,
+        "the two 500s failed; the inner blocks did not"
+    );
+}
+
+/// A service whose `call` itself panics (not its future): the request is traced as failed, and the
+/// entry exits as the panic unwinds.
+#[tokio::test]
+async fn a_panic_in_call_is_traced() {
+    #[derive(Clone)]
+    struct Explodes;
+    impl tower::Service<Request<Body>> for Explodes {
+        type Response = axum::response::Response;
+        type Error = std::convert::Infallible;
+        type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
+        fn poll_ready(
+            &mut self,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Result<(), Self::Error>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+        fn call(&mut self, _: Request<Body>) -> Self::Future {
+            panic!("call failed")
+        }
+    }
+    let (_clock, fg) = engine();
+    let service = tower::ServiceBuilder::new()
+        .layer(FloodgateLayer::new(fg.clone()))
+        .service(Explodes);
+    let outcome = tokio::spawn(async move {
+        service
+            .oneshot(Request::get("/x").body(Body::empty()).unwrap())
+            .await
+    })
+    .await;
+    assert!(outcome.is_err(), "the panic went on");
+    let node = fg.cluster_node("GET:/*").unwrap();
+    assert_eq!(node.cur_thread_num(), 0);
+    assert_eq!(node.exception_qps(), 1.0, "traced");
+}
