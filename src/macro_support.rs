@@ -12,10 +12,12 @@ use std::future::Future;
 use floodgate_core::EntryBuilder;
 use floodgate_core::{BlockError, Entry, Floodgate};
 
-/// The `engine = ..` expression, checked to be a `&Floodgate`.
+/// The `engine = ..` expression, checked to be a `&Floodgate`, as a handle of the call's own: the entry
+/// borrows it, not the expression's owner (`&self.floodgate` in a `&mut self` method: the body and the
+/// handlers may still borrow `self` mutably). One reference count per call.
 #[inline(always)]
-pub fn engine(engine: &Floodgate) -> &Floodgate {
-    engine
+pub fn engine(engine: &Floodgate) -> Floodgate {
+    engine.clone()
 }
 
 /// Runs a sync body; naming `R` lets `?` in the body know its target type.

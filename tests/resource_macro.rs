@@ -26,6 +26,7 @@ fn engine() -> &'static Floodgate {
             FlowRule::new("method_blocked", 0.0),
             FlowRule::new("async_blocked", 0.0),
             FlowRule::new("async_fallback_block", 0.0),
+            FlowRule::new("async_trait_blocked", 0.0),
             FlowRule::new("concurrency_one", 1.0).grade(FlowGrade::Thread),
         ])
         .expect("valid flow rules");
@@ -544,6 +545,55 @@ mod async_fns {
         assert_eq!(exceptions("async_ok"), 1);
     }
 
+    /// A trait as tonic's generated service traits are: `#[async_trait]` expands first, so the attribute
+    /// sees a method returning a boxed future. The entry is held across the body all the same, its
+    /// error traced, and a block answered by the handler.
+    #[async_trait::async_trait]
+    trait Greeter {
+        async fn greet(&self, id: u64) -> Result<u64, AppError>;
+        async fn blocked(&self, id: u64) -> Result<u64, AppError>;
+    }
+
+    struct Service;
+
+    impl Service {
+        async fn refuse(&self, _id: u64, _block: BlockError) -> Result<u64, AppError> {
+            Ok(u64::MAX)
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl Greeter for Service {
+        #[floodgate::resource(name = "async_trait_method", engine = engine(), block_handler = Self::refuse)]
+        async fn greet(&self, id: u64) -> Result<u64, AppError> {
+            tokio::task::yield_now().await;
+            assert_eq!(in_flight("async_trait_method"), 1, "held across the await");
+            if id == 0 {
+                return Err(AppError::NotFound(0));
+            }
+            Ok(id)
+        }
+
+        #[floodgate::resource(name = "async_trait_blocked", engine = engine(), block_handler = Self::refuse)]
+        async fn blocked(&self, id: u64) -> Result<u64, AppError> {
+            Ok(id)
+        }
+    }
+
+    #[tokio::test]
+    async fn async_trait_methods_are_guarded_like_async_fns() {
+        assert_eq!(
+            Service.blocked(5).await.unwrap(),
+            u64::MAX,
+            "the handler's answer"
+        );
+        assert_eq!(Service.greet(3).await.unwrap(), 3);
+        assert!(Service.greet(0).await.is_err());
+        assert_eq!(in_flight("async_trait_method"), 0);
+        assert_eq!(passed("async_trait_method"), 2);
+        assert_eq!(exceptions("async_trait_method"), 1, "the error traced");
+    }
+
     #[floodgate::resource(name = "async_spawned", engine = engine())]
     async fn spawned(id: u64) -> Result<u64, AppError> {
         for _ in 0..10 {
@@ -702,4 +752,46 @@ fn fetch_off(id: u64) -> Result<u64, AppError> {
 fn with_the_engine_switched_off_every_error_goes_to_the_fallback() {
     assert_eq!(fetch_off(1).unwrap(), 0);
     assert_eq!(OFF_FALLBACKS.load(Ordering::SeqCst), 1);
+}
+
+/// A service that keeps its engine in a field and guards `&mut self` methods with
+/// `engine = &self.fg`: the body and the block handler may borrow `self` mutably (the entry borrows a
+/// handle of the call's own, not the field).
+struct Counter {
+    fg: Floodgate,
+    count: u32,
+    refused: u32,
+}
+
+impl Counter {
+    fn bump(&mut self) {
+        self.count += 1;
+    }
+
+    #[floodgate::resource(name = "mut_self", engine = &self.fg, block_handler = Self::refuse)]
+    fn add(&mut self) -> u32 {
+        self.bump();
+        self.count
+    }
+
+    fn refuse(&mut self, _block: BlockError) -> u32 {
+        self.refused += 1;
+        0
+    }
+}
+
+#[test]
+fn mut_self_methods_with_an_engine_field() {
+    let fg = Floodgate::builder().clock(ManualClock::new(T0)).build();
+    fg.load_flow_rules([FlowRule::new("mut_self", 2.0)])
+        .unwrap();
+    let mut counter = Counter {
+        fg: fg.clone(),
+        count: 0,
+        refused: 0,
+    };
+    let results: Vec<u32> = (0..3).map(|_| counter.add()).collect();
+    assert_eq!(results, [1, 2, 0]);
+    assert_eq!((counter.count, counter.refused), (2, 1));
+    assert_eq!(fg.cluster_node("mut_self").unwrap().cur_thread_num(), 0);
 }

@@ -44,7 +44,7 @@ pub(crate) fn expand(args: Args, item: TokenStream) -> syn::Result<TokenStream> 
         attrs,
         vis,
         sig,
-        block,
+        mut block,
     } = function;
     if let Some(constness) = &sig.constness {
         return Err(syn::Error::new(
@@ -52,7 +52,14 @@ pub(crate) fn expand(args: Args, item: TokenStream) -> syn::Result<TokenStream> 
             "`#[floodgate::resource]` cannot guard a `const fn`",
         ));
     }
-    let is_async = sig.asyncness.is_some();
+    // `#[async_trait]` (tonic's service traits) expands first: the method is a plain `fn` returning
+    // `Pin<Box<dyn Future<Output = T> + ..>>` whose body is `Box::pin(async move { .. })`. The guard
+    // goes inside that async block, with `T` as the output, as for an `async fn`.
+    let boxed = boxed_future(&sig.output, &block);
+    if let Some((_, inner)) = &boxed {
+        *block = inner.clone();
+    }
+    let is_async = sig.asyncness.is_some() || boxed.is_some();
     let handlers = args.block_handler.is_some() || args.fallback.is_some();
     let forwarded = if handlers {
         forwarded_arguments(&sig)?
@@ -61,9 +68,10 @@ pub(crate) fn expand(args: Args, item: TokenStream) -> syn::Result<TokenStream> 
     };
 
     // The return type, written where an expression needs it: `impl Trait` becomes `_`.
-    let (mut output, output_span) = match &sig.output {
-        ReturnType::Default => (syn::parse_quote!(()), sig.ident.span()),
-        ReturnType::Type(_, ty) => ((**ty).clone(), ty.span()),
+    let (mut output, output_span) = match (&boxed, &sig.output) {
+        (Some((output, _)), _) => (output.clone(), output.span()),
+        (None, ReturnType::Default) => (syn::parse_quote!(()), sig.ident.span()),
+        (None, ReturnType::Type(_, ty)) => ((**ty).clone(), ty.span()),
     };
     InferImplTrait.visit_type_mut(&mut output);
 
@@ -76,9 +84,15 @@ pub(crate) fn expand(args: Args, item: TokenStream) -> syn::Result<TokenStream> 
     let awaited = if is_async { quote!(.await) } else { quote!() };
 
     // 1. Enter.
-    let engine = match &args.engine {
-        Some(engine) => quote_spanned!(engine.span()=> ::floodgate::__private::engine(#engine)),
-        None => quote!(::floodgate::global()),
+    let engine_handle = Ident::new("__floodgate_engine", Span::mixed_site());
+    let (bind_engine, engine) = match &args.engine {
+        Some(engine) => (
+            quote_spanned!(engine.span()=>
+                let #engine_handle = ::floodgate::__private::engine(#engine);
+            ),
+            quote!(#engine_handle),
+        ),
+        None => (quote!(), quote!(::floodgate::global())),
     };
     let mut builder = quote!(#engine.entry(#name));
     if let Some(entry_type) = &args.entry_type {
@@ -164,17 +178,97 @@ pub(crate) fn expand(args: Args, item: TokenStream) -> syn::Result<TokenStream> 
         }
     };
 
+    let guarded = quote! {
+        #bind_engine
+        let #entry = match #enter {
+            ::core::result::Result::Ok(#admitted) => ::floodgate::__private::Guard::new(#admitted),
+            ::core::result::Result::Err(#block_error) => return #on_block,
+        };
+        let #out = #run;
+        #finish
+    };
+    let body = if boxed.is_some() {
+        quote!(::std::boxed::Box::pin(async move { #guarded }))
+    } else {
+        guarded
+    };
     Ok(quote! {
         #(#outer_attrs)*
         #vis #sig {
             #(#inner_attrs)*
-            let #entry = match #enter {
-                ::core::result::Result::Ok(#admitted) => ::floodgate::__private::Guard::new(#admitted),
-                ::core::result::Result::Err(#block_error) => return #on_block,
-            };
-            let #out = #run;
-            #finish
+            #body
         }
+    })
+}
+
+/// `Some((T, body))` for the shape `#[async_trait]` gives a method: returning
+/// `Pin<Box<dyn Future<Output = T> ..>>` with the body `Box::pin(async move { body })`.
+fn boxed_future(output: &ReturnType, block: &syn::Block) -> Option<(Type, syn::Block)> {
+    let ReturnType::Type(_, ty) = output else {
+        return None;
+    };
+    let output = future_output(last_generic(ty, "Pin")?)?;
+    let [syn::Stmt::Expr(syn::Expr::Call(call), None)] = block.stmts.as_slice() else {
+        return None;
+    };
+    let syn::Expr::Path(func) = &*call.func else {
+        return None;
+    };
+    let names: Vec<String> = func
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    if !names.ends_with(&["Box".to_owned(), "pin".to_owned()]) || call.args.len() != 1 {
+        return None;
+    }
+    let syn::Expr::Async(body) = &call.args[0] else {
+        return None;
+    };
+    Some((output, body.block.clone()))
+}
+
+/// The single type argument of `ty` if its path ends with `name` (`Pin<X>` → `X`).
+fn last_generic<'t>(ty: &'t Type, name: &str) -> Option<&'t Type> {
+    let Type::Path(path) = ty else {
+        return None;
+    };
+    let segment = path.path.segments.last()?;
+    if segment.ident != name {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(args) = &segment.arguments else {
+        return None;
+    };
+    args.args.iter().find_map(|a| match a {
+        syn::GenericArgument::Type(t) => Some(t),
+        _ => None,
+    })
+}
+
+/// `T` of `Box<dyn Future<Output = T> + ..>`.
+fn future_output(boxed: &Type) -> Option<Type> {
+    let Type::TraitObject(object) = last_generic(boxed, "Box")? else {
+        return None;
+    };
+    object.bounds.iter().find_map(|bound| {
+        let syn::TypeParamBound::Trait(bound) = bound else {
+            return None;
+        };
+        let segment = bound.path.segments.last()?;
+        if segment.ident != "Future" {
+            return None;
+        }
+        let syn::PathArguments::AngleBracketed(args) = &segment.arguments else {
+            return None;
+        };
+        args.args.iter().find_map(|a| match a {
+            syn::GenericArgument::AssocType(assoc) if assoc.ident == "Output" => {
+                Some(assoc.ty.clone())
+            }
+            _ => None,
+        })
     })
 }
 

@@ -59,7 +59,7 @@ mod expand;
 /// | `args` | `[a, b, ..]`: values for hot-parameter rules, each converted with `ParamValue::from` | none |
 /// | `block_handler` | the path of a function to call when the entry is blocked | see below |
 /// | `fallback` | the path of a function to call when the body returns `Err` | none |
-/// | `engine` | an expression of type `&Floodgate` (a static, `engine()`, `&self.floodgate`) | `floodgate::global()` |
+/// | `engine` | an expression of type `&Floodgate` (a static, `engine()`, `&self.floodgate`; the call takes a handle of its own, so a `&mut self` method's body and handlers may still borrow `self`) | `floodgate::global()` |
 ///
 /// `args` values are borrowed for the whole call (the entry keeps them until it exits): pass `id`,
 /// `name.as_str()`, not a value the body moves.
@@ -99,8 +99,10 @@ mod expand;
 /// On an `async fn` the entry is taken with `EntryBuilder::enter_async` (a queueing wait is awaited, not
 /// slept, and the entry is not tied to the worker thread) and held across the body's awaits; the
 /// handlers are `async fn`s too and are awaited. This needs the `tokio` feature of `floodgate`. Dropping
-/// the future before it finishes (a timeout, a cancelled task) exits the entry too. A function returning
-/// `impl Future` without being `async fn` guards only the creation of the future.
+/// the future before it finishes (a timeout, a cancelled task) exits the entry too. Methods under
+/// `#[async_trait]` (tonic's service traits) are guarded the same way: the attribute recognizes the
+/// `Box::pin(async move { .. })` body `async_trait` makes of them, and guards inside it. Another function
+/// returning `impl Future` without being `async fn` guards only the creation of the future.
 ///
 /// # Restrictions
 ///
