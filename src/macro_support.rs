@@ -12,11 +12,17 @@ use std::future::Future;
 use floodgate_core::EntryBuilder;
 use floodgate_core::{BlockError, Entry, Floodgate};
 
+/// The `engine = ..` expression, checked to be a `&Floodgate`.
+#[inline(always)]
+pub fn engine(engine: &Floodgate) -> &Floodgate {
+    engine
+}
+
 /// The `engine = ..` expression, checked to be a `&Floodgate`, as a handle of the call's own: the entry
 /// borrows it, not the expression's owner (`&self.floodgate` in a `&mut self` method: the body and the
-/// handlers may still borrow `self` mutably). One reference count per call.
+/// handlers may still borrow `self` mutably). One reference count per call, so only used there.
 #[inline(always)]
-pub fn engine(engine: &Floodgate) -> Floodgate {
+pub fn engine_handle(engine: &Floodgate) -> Floodgate {
     engine.clone()
 }
 

@@ -10,7 +10,7 @@
 //! Locals of the expansion use mixed-site hygiene: the body cannot see or shadow them.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{quote, quote_spanned};
+use quote::{ToTokens, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
 use syn::{AttrStyle, FnArg, Ident, Item, ItemFn, Pat, ReturnType, Type};
@@ -55,8 +55,26 @@ pub(crate) fn expand(args: Args, item: TokenStream) -> syn::Result<TokenStream> 
     // `#[async_trait]` (tonic's service traits) expands first: the method is a plain `fn` returning
     // `Pin<Box<dyn Future<Output = T> + ..>>` whose body is `Box::pin(async move { .. })`. The guard
     // goes inside that async block, with `T` as the output, as for an `async fn`.
-    let boxed = boxed_future(&sig.output, &block);
+    let boxed = if sig.asyncness.is_none() {
+        boxed_future(&sig.output, &block)
+    } else {
+        None
+    };
     if let Some((_, inner)) = &boxed {
+        // The body `async_trait` makes moves `self` and the owned arguments in its first lines: a
+        // fallback (called after the body) or `args` (borrowed across it) could not use them.
+        if let Some(fallback) = &args.fallback {
+            return Err(syn::Error::new(
+                fallback.span(),
+                "`fallback` is not supported on a method under `#[async_trait]` (its body moves the arguments): use `block_handler`, or guard an inherent `async fn` the method calls",
+            ));
+        }
+        if let Some(values) = args.args.as_ref().filter(|v| !v.is_empty()) {
+            return Err(syn::Error::new(
+                values[0].span(),
+                "`args` is not supported on a method under `#[async_trait]` (its body moves the arguments): guard an inherent `async fn` the method calls",
+            ));
+        }
         *block = inner.clone();
     }
     let is_async = sig.asyncness.is_some() || boxed.is_some();
@@ -86,6 +104,14 @@ pub(crate) fn expand(args: Args, item: TokenStream) -> syn::Result<TokenStream> 
     // 1. Enter.
     let engine_handle = Ident::new("__floodgate_engine", Span::mixed_site());
     let (bind_engine, engine) = match &args.engine {
+        // A handle of the call's own (one reference count) only where the entry would otherwise
+        // borrow `self` in a method that needs `self` mutably or by value.
+        Some(engine) if mentions_self(engine.to_token_stream()) && owns_or_mutates_self(&sig) => (
+            quote_spanned!(engine.span()=>
+                let #engine_handle = ::floodgate::__private::engine_handle(#engine);
+            ),
+            quote!(#engine_handle),
+        ),
         Some(engine) => (
             quote_spanned!(engine.span()=>
                 let #engine_handle = ::floodgate::__private::engine(#engine);
@@ -294,6 +320,23 @@ fn forwarded_arguments(sig: &syn::Signature) -> syn::Result<Vec<TokenStream>> {
             },
         })
         .collect()
+}
+
+/// Whether `tokens` name `self` anywhere.
+fn mentions_self(tokens: TokenStream) -> bool {
+    tokens.into_iter().any(|token| match token {
+        proc_macro2::TokenTree::Ident(ident) => ident == "self",
+        proc_macro2::TokenTree::Group(group) => mentions_self(group.stream()),
+        _ => false,
+    })
+}
+
+/// Whether the function takes `self` by value or as `&mut self`.
+fn owns_or_mutates_self(sig: &syn::Signature) -> bool {
+    sig.inputs.iter().any(|input| match input {
+        FnArg::Receiver(receiver) => receiver.reference.is_none() || receiver.mutability.is_some(),
+        FnArg::Typed(_) => false,
+    })
 }
 
 /// Replaces `impl Trait` with `_`, which an expression may name.

@@ -99,9 +99,11 @@ mod expand;
 /// On an `async fn` the entry is taken with `EntryBuilder::enter_async` (a queueing wait is awaited, not
 /// slept, and the entry is not tied to the worker thread) and held across the body's awaits; the
 /// handlers are `async fn`s too and are awaited. This needs the `tokio` feature of `floodgate`. Dropping
-/// the future before it finishes (a timeout, a cancelled task) exits the entry too. Methods under
-/// `#[async_trait]` (tonic's service traits) are guarded the same way: the attribute recognizes the
-/// `Box::pin(async move { .. })` body `async_trait` makes of them, and guards inside it. Another function
+/// the future before it finishes (a timeout, a cancelled task) exits the entry too. A `fn` returning
+/// `Pin<Box<dyn Future<Output = T> ..>>` whose body is `Box::pin(async move { .. })`, which is what
+/// `#[async_trait]` (tonic's service traits) makes of an `async fn`, is guarded the same way, inside the
+/// future; under `#[async_trait]` the body moves the arguments first, so `fallback` and `args` are refused
+/// there (`block_handler` works): guard an inherent `async fn` the method calls instead. Another function
 /// returning `impl Future` without being `async fn` guards only the creation of the future.
 ///
 /// # Restrictions

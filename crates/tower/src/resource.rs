@@ -60,7 +60,7 @@ impl<'a> NameParts<'a> {
         if let Some(path) = head.extensions.get::<axum::extract::MatchedPath>() {
             // A gRPC service mounted in an axum router (tonic's `into_axum_router`) matches a
             // catch-all route per service: its methods are named by their paths, as outside axum.
-            if !(is_catch_all(path.as_str()) && is_grpc(head)) {
+            if !(is_grpc_service_route(path.as_str()) && is_grpc(head)) {
                 return NameParts {
                     method: Some(method),
                     route: path.as_str(),
@@ -75,15 +75,26 @@ impl<'a> NameParts<'a> {
     }
 }
 
-/// Whether an axum route template ends with a catch-all segment (`/{*rest}`; axum allows it only
-/// last). Looks at the last segment only: this runs for every request.
-fn is_catch_all(template: &str) -> bool {
+/// Whether an axum route template is the one tonic mounts a gRPC service at: `/{package.Service}/{*rest}`
+/// (a literal service name with a dot, then a catch-all). Only there does a gRPC request get its method
+/// path as its name: on any other catch-all route a client could otherwise pick names (and escape the
+/// route's rules) by sending a gRPC content type. Cheap for the usual template: this runs for every
+/// request.
+fn is_grpc_service_route(template: &str) -> bool {
     let bytes = template.as_bytes();
     if bytes.last() != Some(&b'}') {
         return false;
     }
-    let start = bytes.iter().rposition(|&b| b == b'/').map_or(0, |i| i + 1);
-    bytes[start..].starts_with(b"{*")
+    let Some(rest) = template.strip_prefix('/') else {
+        return false;
+    };
+    let Some((service, last)) = rest.split_once('/') else {
+        return false;
+    };
+    last.starts_with("{*")
+        && !last[2..].contains('/')
+        && service.contains('.')
+        && !service.contains(['{', '}'])
 }
 
 /// Whether the request is a gRPC call (by its content type).
@@ -131,15 +142,17 @@ impl fmt::Display for NameParts<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::is_catch_all;
+    use super::is_grpc_service_route;
 
     #[test]
-    fn catch_all_templates() {
-        assert!(is_catch_all("/hello.Greeter/{*rest}"));
-        assert!(is_catch_all("/{*path}"));
-        assert!(!is_catch_all("/orders/{id}"));
-        assert!(!is_catch_all("/orders/{id}/items"));
-        assert!(!is_catch_all("/"));
-        assert!(!is_catch_all(""));
+    fn grpc_service_routes() {
+        assert!(is_grpc_service_route("/hello.Greeter/{*rest}"));
+        assert!(!is_grpc_service_route("/api/{*rest}"), "no service name");
+        assert!(!is_grpc_service_route("/{*path}"));
+        assert!(!is_grpc_service_route("/a.b/c/{*rest}"));
+        assert!(!is_grpc_service_route("/{svc}.x/{*rest}"));
+        assert!(!is_grpc_service_route("/orders/{id}"));
+        assert!(!is_grpc_service_route("/"));
+        assert!(!is_grpc_service_route(""));
     }
 }

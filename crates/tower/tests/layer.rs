@@ -764,3 +764,25 @@ async fn a_panic_in_call_is_traced() {
     assert_eq!(node.cur_thread_num(), 0);
     assert_eq!(node.exception_qps(), 1.0, "traced");
 }
+
+/// On a catch-all route that is not a gRPC service's, a client cannot pick the resource name (and
+/// escape the route's rules) by sending a gRPC content type.
+#[tokio::test]
+async fn a_grpc_content_type_does_not_rename_other_catch_all_routes() {
+    let (_clock, fg) = engine();
+    let app: Router = Router::new()
+        .route("/api/{*rest}", get(ok))
+        .route_layer(FloodgateLayer::new(fg.clone()));
+    fg.load_rules_json(
+        RuleType::Flow,
+        r#"[{"resource":"GET:/api/{*rest}","count":0}]"#,
+    )
+    .unwrap();
+    let request = Request::get("/api/x")
+        .header(header::CONTENT_TYPE, "application/grpc")
+        .body(Body::empty())
+        .unwrap();
+    let response = app.oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(fg.cluster_node("/api/x").is_none());
+}

@@ -136,7 +136,7 @@ impl<'a> RuleFields<'a> {
                 match n.as_f64() {
                     Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Ok(Some(f as i64)),
                     // Past ±9e15 a number with an exponent or a fraction is not exact.
-                    Some(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => Err(self.error(
+                    Some(f) if f.fract() == 0.0 && f.abs() < i64::MAX as f64 => Err(self.error(
                         field,
                         format!("must be written in digits past ±9e15, got {n}"),
                     )),
