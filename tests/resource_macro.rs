@@ -552,6 +552,7 @@ mod async_fns {
     trait Greeter {
         async fn greet(&self, id: u64) -> Result<u64, AppError>;
         async fn blocked(&self, id: u64) -> Result<u64, AppError>;
+        async fn with_args(&self, id: i64) -> Result<i64, AppError>;
     }
 
     struct Service;
@@ -578,6 +579,11 @@ mod async_fns {
         async fn blocked(&self, id: u64) -> Result<u64, AppError> {
             Ok(id)
         }
+
+        #[floodgate::resource(name = "async_trait_args", engine = engine(), args = [id])]
+        async fn with_args(&self, id: i64) -> Result<i64, AppError> {
+            Ok(id)
+        }
     }
 
     #[tokio::test]
@@ -587,6 +593,7 @@ mod async_fns {
             u64::MAX,
             "the handler's answer"
         );
+        assert_eq!(Service.with_args(4).await.unwrap(), 4, "hot-parameter args");
         assert_eq!(Service.greet(3).await.unwrap(), 3);
         assert!(Service.greet(0).await.is_err());
         assert_eq!(in_flight("async_trait_method"), 0);

@@ -62,17 +62,12 @@ pub(crate) fn expand(args: Args, item: TokenStream) -> syn::Result<TokenStream> 
     };
     if let Some((_, inner)) = &boxed {
         // The body `async_trait` makes moves `self` and the owned arguments in its first lines: a
-        // fallback (called after the body) or `args` (borrowed across it) could not use them.
+        // fallback, called after the body with the arguments, could not have them. (`args` borrowed
+        // across the body compile where nothing they borrow is moved; rustc says so otherwise.)
         if let Some(fallback) = &args.fallback {
             return Err(syn::Error::new(
                 fallback.span(),
-                "`fallback` is not supported on a method under `#[async_trait]` (its body moves the arguments): use `block_handler`, or guard an inherent `async fn` the method calls",
-            ));
-        }
-        if let Some(values) = args.args.as_ref().filter(|v| !v.is_empty()) {
-            return Err(syn::Error::new(
-                values[0].span(),
-                "`args` is not supported on a method under `#[async_trait]` (its body moves the arguments): guard an inherent `async fn` the method calls",
+                "`fallback` is not supported on a function returning a boxed future (what `#[async_trait]` makes of a method: its body moves the arguments): use `block_handler`, or guard an inherent `async fn` it calls",
             ));
         }
         *block = inner.clone();

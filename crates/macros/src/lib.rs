@@ -102,8 +102,8 @@ mod expand;
 /// the future before it finishes (a timeout, a cancelled task) exits the entry too. A `fn` returning
 /// `Pin<Box<dyn Future<Output = T> ..>>` whose body is `Box::pin(async move { .. })`, which is what
 /// `#[async_trait]` (tonic's service traits) makes of an `async fn`, is guarded the same way, inside the
-/// future; under `#[async_trait]` the body moves the arguments first, so `fallback` and `args` are refused
-/// there (`block_handler` works): guard an inherent `async fn` the method calls instead. Another function
+/// future; the body moves the arguments first, so `fallback` is refused there (`block_handler` works, and
+/// `args` where what they borrow is not moved): guard an inherent `async fn` the method calls instead. Another function
 /// returning `impl Future` without being `async fn` guards only the creation of the future.
 ///
 /// # Restrictions

@@ -8,8 +8,8 @@
 //! eight of RFC 9110 and PATCH are named `_OTHER`, and HEAD counts on GET's resource (axum serves it
 //! with the GET handler). Route templates need the layer inside the router, where axum has matched the
 //! route: `route_layer` (or a handler's layer, below); a layer around the whole router sees every request
-//! as `METHOD:/*`. A gRPC service mounted in an axum router (a catch-all route per service) is named by
-//! method path all the same. The caller's origin comes from a header of your
+//! as `METHOD:/*`. A gRPC service mounted in an axum router (tonic's `/{package.Service}/{*rest}` route)
+//! is named by method path all the same; a service without a package shares its route's one name. The caller's origin comes from a header of your
 //! choice (the engine counts at most 1000 origins per resource apart; clients choose header values). A blocked request gets a response from the
 //! [`BlockResponse`] (by default 429 for flow and hot-parameter blocks, 503 for circuit breakers and
 //! system protection, 403 for authority, each with a short body naming the kind, and `Retry-After`

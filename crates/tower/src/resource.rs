@@ -78,8 +78,9 @@ impl<'a> NameParts<'a> {
 /// Whether an axum route template is the one tonic mounts a gRPC service at: `/{package.Service}/{*rest}`
 /// (a literal service name with a dot, then a catch-all). Only there does a gRPC request get its method
 /// path as its name: on any other catch-all route a client could otherwise pick names (and escape the
-/// route's rules) by sending a gRPC content type. Cheap for the usual template: this runs for every
-/// request.
+/// route's rules) by sending a gRPC content type. A service without a package (no dot: `/Greeter/{*rest}`)
+/// or nested under a prefix keeps the route's one name for all its methods. Cheap for the usual
+/// template: this runs for every request.
 fn is_grpc_service_route(template: &str) -> bool {
     let bytes = template.as_bytes();
     if bytes.last() != Some(&b'}') {
