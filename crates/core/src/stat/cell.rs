@@ -67,7 +67,7 @@ pub(crate) enum AddOutcome {
 /// Adds `n` to the cell for window `tag`.
 #[inline]
 pub(crate) fn add(cell: &AtomicU64, tag: u32, n: u32) -> AddOutcome {
-    update(cell, tag, |v| v.saturating_add(n), n)
+    update::<true>(cell, tag, |v| v.saturating_add(n), n).unwrap_or(AddOutcome::Stale)
 }
 
 /// Adds `n` to the cell if it holds window `tag` (or a newer one: `Stale`, nothing written); `None`,
@@ -75,25 +75,7 @@ pub(crate) fn add(cell: &AtomicU64, tag: u32, n: u32) -> AddOutcome {
 /// whatever lock makes its hand-over of the old value atomic to its readers.
 #[inline]
 pub(crate) fn add_current(cell: &AtomicU64, tag: u32, n: u32) -> Option<AddOutcome> {
-    let mut current = cell.load(Ordering::Relaxed);
-    for _ in 0..MAX_RETRIES {
-        match unpack(current) {
-            Some((t, v)) if t == tag => {
-                let next = pack(tag, v.saturating_add(n));
-                if next == current {
-                    return Some(AddOutcome::Added);
-                }
-                match cell.compare_exchange_weak(current, next, Ordering::AcqRel, Ordering::Relaxed)
-                {
-                    Ok(_) => return Some(AddOutcome::Added),
-                    Err(actual) => current = actual,
-                }
-            }
-            Some((t, _)) if is_newer(t, tag) => return Some(AddOutcome::Stale),
-            _ => return None,
-        }
-    }
-    Some(AddOutcome::Stale)
+    update::<false>(cell, tag, |v| v.saturating_add(n), n)
 }
 
 /// Lowers the cell's value to `value` for window `tag` (a minimum, such as the minimum RT).
@@ -104,17 +86,25 @@ pub(crate) fn min(cell: &AtomicU64, tag: u32, value: u32) -> AddOutcome {
             return AddOutcome::Added;
         }
     }
-    update(cell, tag, |v| v.min(value), value)
+    update::<true>(cell, tag, |v| v.min(value), value).unwrap_or(AddOutcome::Stale)
 }
 
+/// The compare-and-swap loop of the writes. `RECYCLE == false`: an empty cell or a finished window is
+/// left as it is, and `None` comes back (see [`add_current`]); with `true` the result is always `Some`.
 #[inline]
-fn update(cell: &AtomicU64, tag: u32, same: impl Fn(u32) -> u32, fresh: u32) -> AddOutcome {
+fn update<const RECYCLE: bool>(
+    cell: &AtomicU64,
+    tag: u32,
+    same: impl Fn(u32) -> u32,
+    fresh: u32,
+) -> Option<AddOutcome> {
     let mut current = cell.load(Ordering::Relaxed);
     for _ in 0..MAX_RETRIES {
         let (next, outcome) = match unpack(current) {
-            None => (pack(tag, fresh), AddOutcome::Added),
             Some((t, v)) if t == tag => (pack(tag, same(v)), AddOutcome::Added),
-            Some((t, _)) if is_newer(t, tag) => return AddOutcome::Stale,
+            Some((t, _)) if is_newer(t, tag) => return Some(AddOutcome::Stale),
+            _ if !RECYCLE => return None,
+            None => (pack(tag, fresh), AddOutcome::Added),
             Some((t, v)) => (
                 pack(tag, fresh),
                 AddOutcome::Recycled {
@@ -124,14 +114,14 @@ fn update(cell: &AtomicU64, tag: u32, same: impl Fn(u32) -> u32, fresh: u32) -> 
             ),
         };
         if next == current {
-            return outcome;
+            return Some(outcome);
         }
         match cell.compare_exchange_weak(current, next, Ordering::AcqRel, Ordering::Relaxed) {
-            Ok(_) => return outcome,
+            Ok(_) => return Some(outcome),
             Err(actual) => current = actual,
         }
     }
-    AddOutcome::Stale
+    Some(AddOutcome::Stale)
 }
 
 /// Empties the cell if it holds a window older than `current`, handing back `(tag, value)`.
