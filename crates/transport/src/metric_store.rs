@@ -85,6 +85,16 @@ impl State {
     }
 }
 
+/// The resources that get totals and labels of their own: the engine's first
+/// [`Floodgate::max_resources`], in the order it made them (the store and the Prometheus exporter
+/// name the same ones).
+pub(crate) fn named_resources(fg: &Floodgate) -> HashSet<Arc<str>> {
+    fg.resource_names()
+        .into_iter()
+        .take(fg.max_resources())
+        .collect()
+}
+
 /// A metric line in Sentinel's thin wire format (no date; `|` in a resource name becomes `_`).
 pub fn thin_line(l: &MetricLine) -> String {
     format!(
@@ -140,12 +150,7 @@ impl MetricStore {
         }
         let lines = fg.metrics(from * 1000, to * 1000 + 999);
         state.collected_through = Some(to);
-        let named: HashSet<Arc<str>> = fg
-            .resource_names()
-            .into_iter()
-            .take(fg.max_resources())
-            .collect();
-        state.add_totals(&lines, &named);
+        state.add_totals(&lines, &named_resources(fg));
         let mut i = 0;
         while i < lines.len() {
             let second = lines[i].timestamp;

@@ -17,7 +17,7 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
-use crate::metric_store::{MetricStore, OTHER_RESOURCES, ResourceTotals};
+use crate::metric_store::{MetricStore, OTHER_RESOURCES, ResourceTotals, named_resources};
 
 /// The content type of the exposition (Prometheus text format 0.0.4).
 pub const PROMETHEUS_CONTENT_TYPE: &str =
@@ -104,11 +104,7 @@ struct Scrape {
 
 impl Scrape {
     fn read(fg: &Floodgate, store: &MetricStore) -> Self {
-        let mut allowed: HashSet<Arc<str>> = fg
-            .resource_names()
-            .into_iter()
-            .take(fg.max_resources())
-            .collect();
+        let mut allowed = named_resources(fg);
         allowed.insert(Arc::from(TOTAL_INBOUND_TRAFFIC));
         allowed.insert(Arc::from(OTHER_RESOURCES));
         let add = |a: ResourceTotals, b: ResourceTotals| ResourceTotals {
