@@ -342,39 +342,111 @@ impl fmt::Debug for StoredValue {
     }
 }
 
-/// Hashes a single value (`None` for `Null` and lists) with a seeded Fx hash and a final mix, so that
-/// both the high bits (shard) and the low bits (slot) are usable.
-#[inline]
-pub(crate) fn hash_value(seed: u64, v: &ParamValue<'_>) -> Option<u64> {
-    use std::hash::Hasher;
-    let mut h = rustc_hash::FxHasher::with_seed(seed as usize);
-    match v {
-        ParamValue::Null | ParamValue::List(_) | ParamValue::Slice(_) => return None,
-        ParamValue::Bool(b) => h.write_u64(0x100 | u64::from(*b)),
-        ParamValue::Int(i) => {
-            h.write_u8(2);
-            h.write_i64(*i);
-        }
-        ParamValue::Float(x) => {
-            h.write_u8(3);
-            h.write_u64(float_bits(*x));
-        }
-        ParamValue::Str(s) => {
-            h.write_u8(4);
-            h.write(s.as_bytes());
-            h.write_usize(s.len());
-        }
+/// The kind of a single value, as [`hash_value`] files it: values of different kinds never match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ValueKind {
+    Bool,
+    Int,
+    Float,
+    Str,
+}
+
+impl ValueKind {
+    /// The kind of `v`; `None` for `Null` and lists.
+    #[inline]
+    pub(crate) fn of(v: &ParamValue<'_>) -> Option<Self> {
+        Some(match v {
+            ParamValue::Null | ParamValue::List(_) | ParamValue::Slice(_) => return None,
+            ParamValue::Bool(_) => ValueKind::Bool,
+            ParamValue::Int(_) => ValueKind::Int,
+            ParamValue::Float(_) => ValueKind::Float,
+            ParamValue::Str(_) => ValueKind::Str,
+        })
     }
-    // splitmix64's finaliser.
-    let mut z = h.finish();
+
+    /// Whether the hash of a value of this kind identifies it: for one seed, two booleans, integers
+    /// or floats (compared as [`StoredValue`] compares them) are equal exactly when their hashes are.
+    #[inline]
+    pub(crate) fn hash_is_identity(self) -> bool {
+        self != ValueKind::Str
+    }
+}
+
+/// splitmix64's finaliser: a bijection of `u64` (xor-shifts and odd multiplications invert).
+#[inline]
+fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    Some(z ^ (z >> 31))
+    z ^ (z >> 31)
+}
+
+/// Hashes a single value (`None` for `Null` and lists), so that both the high bits (shard) and the low
+/// bits (slot) are usable.
+///
+/// A boolean, integer or float hashes as `mix(bits ^ salt)`, with `salt` fixed by the seed and the
+/// kind: a bijection of its 64 bits, so within one kind and seed the hash *is* the value (see
+/// [`ValueKind::hash_is_identity`]). A string hashes with a seeded Fx hash, then the same mix.
+#[inline]
+pub(crate) fn hash_value(seed: u64, v: &ParamValue<'_>) -> Option<u64> {
+    let salt = |kind: u64| seed.wrapping_add(kind.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    Some(match v {
+        ParamValue::Null | ParamValue::List(_) | ParamValue::Slice(_) => return None,
+        ParamValue::Bool(b) => mix(salt(1) ^ u64::from(*b)),
+        ParamValue::Int(i) => mix(salt(2) ^ *i as u64),
+        ParamValue::Float(x) => mix(salt(3) ^ float_bits(*x)),
+        ParamValue::Str(s) => {
+            use std::hash::Hasher;
+            let mut h = rustc_hash::FxHasher::with_seed(salt(4) as usize);
+            h.write(s.as_bytes());
+            h.write_usize(s.len());
+            mix(h.finish())
+        }
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The inverse of `x ^ (x >> k)`.
+    fn unshift(y: u64, k: u32) -> u64 {
+        let mut x = y;
+        for _ in 0..64 / k {
+            x = y ^ (x >> k);
+        }
+        x
+    }
+
+    /// The multiplicative inverse of an odd number mod 2^64 (Newton's iteration).
+    fn inverse(a: u64) -> u64 {
+        let mut x = a;
+        for _ in 0..6 {
+            x = x.wrapping_mul(2u64.wrapping_sub(a.wrapping_mul(x)));
+        }
+        x
+    }
+
+    #[test]
+    fn number_hashes_are_bijections() {
+        let unmix = |z: u64| {
+            let z = unshift(z, 31).wrapping_mul(inverse(0x94d0_49bb_1331_11eb));
+            let z = unshift(z, 27).wrapping_mul(inverse(0xbf58_476d_1ce4_e5b9));
+            unshift(z, 30)
+        };
+        let mut x = 0x0123_4567_89ab_cdefu64;
+        for _ in 0..10_000 {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            assert_eq!(unmix(mix(x)), x);
+        }
+        // So the hash of an integer gives the integer back: equal hashes mean equal values.
+        let seed = 0xfeed;
+        let salt = unmix(hash_value(seed, &ParamValue::Int(0)).unwrap());
+        for i in [1, -1, 42, i64::MIN, i64::MAX] {
+            let h = hash_value(seed, &ParamValue::Int(i)).unwrap();
+            assert_eq!(unmix(h) ^ salt, i as u64);
+        }
+        assert!(ValueKind::Int.hash_is_identity() && !ValueKind::Str.hash_is_identity());
+    }
 
     #[test]
     fn values_are_typed() {

@@ -3,17 +3,21 @@
 //!
 //! ```text
 //!            hash(value) ──► shard (high bits) ──► slot (low bits, linear probing)
-//!  ┌─ shard 0 (mutex) ─────────────────────┐
-//!  │ index: [0, 3, 0, 1, 2, 0, 0, 0]       │  open addressing: hash tag + entry number (0 = empty)
-//!  │ entries: [e0, e1, e2] ◄── hand        │  value, hash, cell; scanned from the hand for eviction
-//!  │ overflow: cell                        │  shared by values that found no room
-//!  └───────────────────────────────────────┘
+//!  ┌─ shard 0 (mutex) ──────────────────────────────────────┐
+//!  │ slots: [·, s2, ·, s0, s1, ·, ·, ·]  ◄── hand           │  hash, scope, kind, key no., state
+//!  │ keys:  [k0, k1, k2]                                    │  the stored values (strings compared here)
+//!  │ overflow: cell                                         │  shared by values that found no room
+//!  └────────────────────────────────────────────────────────┘
 //! ```
 //!
 //! Keys are (scope, value) pairs: the scope is the resource, so a regex rule that matches several
-//! resources keeps their values apart (Sentinel keeps parameter metrics per resource). Lookups hash the
-//! borrowed argument and compare it with the stored key in place, so a value already in the cache costs
-//! no allocation; a new value is stored compactly (inline for numbers and short strings).
+//! resources keeps their values apart (Sentinel keeps parameter metrics per resource). A value's slot
+//! (32 bytes, two to a cache line) holds its hash, scope, kind and limiter state, so finding a boolean,
+//! integer or float touches one line: their hash is a bijection of the value ([`hash_value`]), so an
+//! equal hash, scope and kind *is* an equal value. A string is also compared with its stored key.
+//! Lookups hash the borrowed argument, so a value already in the cache costs no allocation; a new value
+//! is stored compactly (inline for numbers and short strings). Tables grow to stay at most ¾ full.
+//!
 //! The capacity counts values across all shards. When the cache is full, a new value may take the place
 //! of a *settled* one: a value whose state is what a brand-new value would start with (its bucket would
 //! be full again, its pacing slot has passed, no call of it is in flight). Evicting a settled value is
@@ -29,12 +33,12 @@ use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use crate::param::{ParamValue, StoredValue, hash_value};
+use crate::param::{ParamValue, StoredValue, ValueKind, hash_value};
 
 /// A value's state before its first admission.
 pub(crate) const NEVER: u64 = u64::MAX;
 
-/// How many entries from the hand an insertion into a full shard examines for a settled one.
+/// How many values from the hand an insertion into a full shard examines for a settled one.
 const SCAN: usize = 32;
 
 /// The limiter state of one value under one rule. What `stamp` and `level` mean depends on the rule's
@@ -60,114 +64,193 @@ impl Cell {
     }
 }
 
-/// One value: exactly one cache line, so a lookup that finds it touches one line of the entries.
-#[derive(Debug)]
-#[repr(align(64))]
-struct Entry {
+/// `Slot::meta`: the key number + 1 (0: an empty slot).
+const KEY: u32 = (1 << 27) - 1;
+/// `Slot::meta`: the value is an exception item (never evicted).
+const PINNED: u32 = 1 << 27;
+/// `Slot::meta`: the value's threshold is its key's, not the cache's.
+const OWN_THRESHOLD: u32 = 1 << 28;
+/// `Slot::meta`: where the value's [`ValueKind`] is kept (2 bits).
+const KIND_SHIFT: u32 = 29;
+
+/// One value: its identity and its state, half a cache line.
+#[derive(Debug, Clone, Copy, Default)]
+#[repr(C, align(32))]
+struct Slot {
     hash: u64,
     scope: u32,
-    key: StoredValue,
-    cell: Cell,
-    pinned: bool,
+    /// Key number + 1, flags and kind (see the constants above); 0 for an empty slot.
+    meta: u32,
+    stamp: u64,
+    level: i64,
+}
+
+impl Slot {
+    fn key(&self) -> usize {
+        (self.meta & KEY) as usize - 1
+    }
+}
+
+/// A stored value, with its own threshold when it differs from the cache's: half a cache line, so
+/// comparing a string touches one line more.
+#[derive(Debug)]
+#[repr(align(32))]
+struct Key {
+    value: StoredValue,
+    threshold: i64,
 }
 
 #[derive(Debug)]
 struct Shard {
-    /// Open-addressing index: the hash's high 32 bits (a tag, compared before the entry is touched) and
-    /// the entry number + 1 in the low 32 bits; 0 for an empty slot. Empty or a power of two at most
-    /// half full.
-    index: Vec<u64>,
-    entries: Vec<Entry>,
+    /// Open addressing with linear probing: empty or a power of two, at most ¾ full.
+    slots: Vec<Slot>,
+    /// One per filled slot, numbered as the slots' `meta` says; an evicted value's number is reused.
+    keys: Vec<Key>,
+    /// The position of each key's slot. Searches for a settled value walk these (dense) rather than the
+    /// slots (a quarter to a half empty: unpredictable branches).
+    positions: Vec<u32>,
+    /// Where the next search for a settled value starts (a key number).
     hand: usize,
     overflow: Cell,
 }
 
+fn kind_bits(kind: ValueKind) -> u32 {
+    (kind as u32) << KIND_SHIFT
+}
+
 impl Shard {
+    /// The position of the slot of `value` (of `kind`, filed under `hash` in `scope`).
     #[inline(always)]
-    fn find(&self, hash: u64, scope: u32, value: &ParamValue<'_>) -> Option<usize> {
-        if self.index.is_empty() {
+    fn find(
+        &self,
+        hash: u64,
+        scope: u32,
+        kind: ValueKind,
+        value: &ParamValue<'_>,
+    ) -> Option<usize> {
+        if self.slots.is_empty() {
             return None;
         }
-        let mask = self.index.len() - 1;
-        let mut slot = hash as usize & mask;
+        let mask = self.slots.len() - 1;
+        let mut pos = hash as usize & mask;
         loop {
-            let s = self.index[slot];
-            if s == 0 {
+            let s = &self.slots[pos];
+            if s.meta == 0 {
                 return None;
             }
-            if s >> 32 == hash >> 32 {
-                let n = (s as u32 - 1) as usize;
-                let e = &self.entries[n];
-                if e.hash == hash && e.scope == scope && e.key.matches(value) {
-                    return Some(n);
-                }
+            if s.hash == hash
+                && s.scope == scope
+                && s.meta >> KIND_SHIFT == kind as u32
+                && (kind.hash_is_identity() || self.keys[s.key()].value.matches(value))
+            {
+                debug_assert!(self.keys[s.key()].value.matches(value));
+                return Some(pos);
             }
-            slot = (slot + 1) & mask;
+            pos = (pos + 1) & mask;
         }
     }
 
-    /// Puts entry `n` into the index (the index has room).
-    fn index_insert(&mut self, hash: u64, n: usize) {
-        let mask = self.index.len() - 1;
-        let mut slot = hash as usize & mask;
-        while self.index[slot] != 0 {
-            slot = (slot + 1) & mask;
-        }
-        self.index[slot] = (hash & !0xffff_ffff) | (n as u64 + 1);
+    /// Runs `f` on the state of the value in slot `pos`.
+    #[inline(always)]
+    fn with_slot<R>(&mut self, pos: usize, threshold: i64, f: impl FnOnce(&mut Cell) -> R) -> R {
+        let s = self.slots[pos];
+        let threshold = if s.meta & OWN_THRESHOLD != 0 {
+            self.keys[s.key()].threshold
+        } else {
+            threshold
+        };
+        let mut cell = Cell {
+            stamp: s.stamp,
+            level: s.level,
+            threshold,
+        };
+        let r = f(&mut cell);
+        let s = &mut self.slots[pos];
+        s.stamp = cell.stamp;
+        s.level = cell.level;
+        r
     }
 
-    /// Takes entry `n` out of the index, shifting later entries of its probe run back (no tombstones).
-    fn index_remove(&mut self, n: usize) {
-        let mask = self.index.len() - 1;
-        let mut hole = self.entries[n].hash as usize & mask;
-        while self.index[hole] as u32 as usize != n + 1 {
-            hole = (hole + 1) & mask;
+    /// The state of the value in slot `pos`.
+    fn cell(&self, pos: usize, threshold: i64) -> Cell {
+        let s = &self.slots[pos];
+        Cell {
+            stamp: s.stamp,
+            level: s.level,
+            threshold: if s.meta & OWN_THRESHOLD != 0 {
+                self.keys[s.key()].threshold
+            } else {
+                threshold
+            },
         }
-        let mut next = hole;
+    }
+
+    /// Puts `slot` into the table (which has room; its key is in place); its position.
+    fn place(&mut self, slot: Slot) -> usize {
+        let mask = self.slots.len() - 1;
+        let mut pos = slot.hash as usize & mask;
+        while self.slots[pos].meta != 0 {
+            pos = (pos + 1) & mask;
+        }
+        self.move_to(pos, slot);
+        pos
+    }
+
+    /// Writes `slot` at `pos`, telling its key.
+    fn move_to(&mut self, pos: usize, slot: Slot) {
+        self.positions[slot.key()] = pos as u32;
+        self.slots[pos] = slot;
+    }
+
+    /// Empties slot `pos`, shifting later slots of its probe run back (no tombstones).
+    fn remove(&mut self, pos: usize) {
+        let mask = self.slots.len() - 1;
+        let mut hole = pos;
+        let mut next = pos;
         loop {
             next = (next + 1) & mask;
-            let m = self.index[next] as u32 as usize;
-            if m == 0 {
+            let s = self.slots[next];
+            if s.meta == 0 {
                 break;
             }
-            let home = self.entries[m - 1].hash as usize & mask;
-            // The entry at `next` may move into the hole if the hole lies on its probe path.
+            let home = s.hash as usize & mask;
+            // The slot at `next` may move into the hole if the hole lies on its probe path.
             if (next.wrapping_sub(home) & mask) >= (next.wrapping_sub(hole) & mask) {
-                self.index[hole] = self.index[next];
+                self.move_to(hole, s);
                 hole = next;
             }
         }
-        self.index[hole] = 0;
+        self.slots[hole] = Slot::default();
     }
 
-    fn push(&mut self, entry: Entry) -> usize {
-        if (self.entries.len() + 1) * 2 > self.index.len() {
-            let size = (self.index.len() * 2).max(8);
-            self.index = vec![0; size];
-            for n in 0..self.entries.len() {
-                self.index_insert(self.entries[n].hash, n);
+    /// Adds a value with a new key number; its slot's position.
+    fn push(&mut self, mut slot: Slot, key: Key) -> usize {
+        if (self.keys.len() + 1) * 4 > self.slots.len() * 3 {
+            let size = (self.slots.len() * 2).max(8);
+            let old = std::mem::replace(&mut self.slots, vec![Slot::default(); size]);
+            for s in old.into_iter().filter(|s| s.meta != 0) {
+                self.place(s);
             }
         }
-        let n = self.entries.len();
-        let hash = entry.hash;
-        self.entries.push(entry);
-        self.index_insert(hash, n);
-        n
+        self.keys.push(key);
+        self.positions.push(0);
+        slot.meta |= self.keys.len() as u32;
+        self.place(slot)
     }
 
-    /// A settled, unpinned entry among the next [`SCAN`] from the hand.
-    fn settled(&mut self, settled: &impl Fn(&Cell) -> bool) -> Option<usize> {
-        let len = self.entries.len();
+    /// The slot position of a settled, unpinned value among the next [`SCAN`] from the hand.
+    fn settled(&mut self, threshold: i64, settled: &impl Fn(&Cell) -> bool) -> Option<usize> {
+        let len = self.keys.len();
         if len == 0 {
             return None;
         }
         let mut n = self.hand % len;
         for _ in 0..SCAN.min(len) {
-            let e = &self.entries[n];
+            let pos = self.positions[n] as usize;
             let next = (n + 1) % len;
-            if !e.pinned && settled(&e.cell) {
+            if self.slots[pos].meta & PINNED == 0 && settled(&self.cell(pos, threshold)) {
                 self.hand = next;
-                return Some(n);
+                return Some(pos);
             }
             n = next;
         }
@@ -175,11 +258,13 @@ impl Shard {
         None
     }
 
-    fn replace(&mut self, n: usize, entry: Entry) {
-        self.index_remove(n);
-        let hash = entry.hash;
-        self.entries[n] = entry;
-        self.index_insert(hash, n);
+    /// Puts a new value in the place of the one in slot `pos`; the new slot's position.
+    fn replace(&mut self, pos: usize, mut slot: Slot, key: Key) -> usize {
+        let number = self.slots[pos].key();
+        self.remove(pos);
+        self.keys[number] = key;
+        slot.meta |= number as u32 + 1;
+        self.place(slot)
     }
 }
 
@@ -190,13 +275,21 @@ pub(crate) struct NewValue {
     pub(crate) pinned: bool,
 }
 
+/// A shard on cache lines of its own: its lock and its table's address are on one line, and no two
+/// shards share a line (112 bytes each, unaligned, they did).
+#[derive(Debug)]
+#[repr(align(128))]
+struct Aligned(Mutex<Shard>);
+
 /// A bounded, sharded map from values to [`Cell`]s (see the module docs).
 #[derive(Debug)]
 pub(crate) struct ValueCache {
-    shards: Box<[Mutex<Shard>]>,
+    shards: Box<[Aligned]>,
     /// `64 - log2(shards)`: the hash's high bits pick the shard.
     shift: u32,
     seed: u64,
+    /// The threshold of values without one of their own, and of the overflow cells.
+    threshold: i64,
     capacity: usize,
     len: AtomicUsize,
     evictions: AtomicU64,
@@ -214,16 +307,18 @@ impl ValueCache {
         ValueCache {
             shards: (0..shards)
                 .map(|_| {
-                    Mutex::new(Shard {
-                        index: Vec::new(),
-                        entries: Vec::new(),
+                    Aligned(Mutex::new(Shard {
+                        slots: Vec::new(),
+                        keys: Vec::new(),
+                        positions: Vec::new(),
                         hand: 0,
                         overflow: Cell::new(threshold),
-                    })
+                    }))
                 })
                 .collect(),
             shift: 64 - shards.trailing_zeros(),
             seed: RandomState::new().hash_one(0x5eed_u64),
+            threshold,
             capacity,
             len: AtomicUsize::new(0),
             evictions: AtomicU64::new(0),
@@ -252,7 +347,7 @@ impl ValueCache {
         } else {
             (hash >> self.shift) as usize
         };
-        self.shards[i].lock().unwrap_or_else(|e| e.into_inner())
+        self.shards[i].0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Runs `f` on the cell of `value` in `scope` (filed under `hash`, see [`hash`](Self::hash)),
@@ -271,47 +366,59 @@ impl ValueCache {
         f: impl FnOnce(&mut Cell, bool) -> R,
     ) -> R {
         let mut shard = self.shard(hash);
-        if let Some(n) = shard.find(hash, scope, value) {
-            return f(&mut shard.entries[n].cell, false);
-        }
-        let (cell, shared) = self.add(&mut shard, hash, scope, value, new(), settled);
-        f(cell, shared)
+        let Some(kind) = ValueKind::of(value) else {
+            return f(&mut shard.overflow, true);
+        };
+        let pos = match shard.find(hash, scope, kind, value) {
+            Some(pos) => pos,
+            None => match self.add(&mut shard, hash, scope, kind, value, new(), settled) {
+                Some(pos) => pos,
+                None => return f(&mut shard.overflow, true),
+            },
+        };
+        shard.with_slot(pos, self.threshold, |cell| f(cell, false))
     }
 
-    /// Adds `value` to `shard` (see [`with_cell`](Self::with_cell)): its new cell, or the shard's
-    /// overflow cell (`true`). Out of line, so that the lookup of a known value stays small.
+    /// Adds `value` to `shard` (see [`with_cell`](Self::with_cell)): its new slot's position, or `None`
+    /// for the shard's overflow cell. Out of line, so that the lookup of a known value stays small.
     #[inline(never)]
-    fn add<'s>(
+    #[allow(clippy::too_many_arguments)]
+    fn add(
         &self,
-        shard: &'s mut Shard,
+        shard: &mut Shard,
         hash: u64,
         scope: u32,
+        kind: ValueKind,
         value: &ParamValue<'_>,
         new: NewValue,
         settled: impl Fn(&Cell) -> bool,
-    ) -> (&'s mut Cell, bool) {
+    ) -> Option<usize> {
         let NewValue { threshold, pinned } = new;
-        let Some(key) = StoredValue::from_value(value) else {
-            return (&mut shard.overflow, true);
-        };
-        let entry = Entry {
+        let value = StoredValue::from_value(value)?;
+        let mut meta = kind_bits(kind);
+        if pinned {
+            meta |= PINNED;
+        }
+        if threshold != self.threshold {
+            meta |= OWN_THRESHOLD;
+        }
+        let slot = Slot {
             hash,
             scope,
-            key,
-            cell: Cell::new(threshold),
-            pinned,
+            meta,
+            stamp: NEVER,
+            level: 0,
         };
-        if pinned || self.reserve() {
-            let n = shard.push(entry);
-            return (&mut shard.entries[n].cell, false);
+        let key = Key { value, threshold };
+        if shard.keys.len() < KEY as usize && (pinned || self.reserve()) {
+            return Some(shard.push(slot, key));
         }
-        if let Some(n) = shard.settled(&settled) {
+        if let Some(pos) = shard.settled(self.threshold, &settled) {
             self.evictions.fetch_add(1, Ordering::Relaxed);
-            shard.replace(n, entry);
-            return (&mut shard.entries[n].cell, false);
+            return Some(shard.replace(pos, slot, key));
         }
         self.overflows.fetch_add(1, Ordering::Relaxed);
-        (&mut shard.overflow, true)
+        None
     }
 
     /// Runs `f` on the cell of `value` if it is cached (never adds it).
@@ -324,8 +431,8 @@ impl ValueCache {
         f: impl FnOnce(&mut Cell) -> R,
     ) -> Option<R> {
         let mut shard = self.shard(hash);
-        let n = shard.find(hash, scope, value)?;
-        Some(f(&mut shard.entries[n].cell))
+        let pos = shard.find(hash, scope, ValueKind::of(value)?, value)?;
+        Some(shard.with_slot(pos, self.threshold, f))
     }
 
     /// Runs `f` on the cell of `value` if it is cached, else on its shard's overflow cell.
@@ -337,8 +444,9 @@ impl ValueCache {
         f: impl FnOnce(&mut Cell) -> R,
     ) -> R {
         let mut shard = self.shard(hash);
-        match shard.find(hash, scope, value) {
-            Some(n) => f(&mut shard.entries[n].cell),
+        let pos = ValueKind::of(value).and_then(|kind| shard.find(hash, scope, kind, value));
+        match pos {
+            Some(pos) => shard.with_slot(pos, self.threshold, f),
             None => f(&mut shard.overflow),
         }
     }
@@ -361,7 +469,7 @@ impl ValueCache {
     pub(crate) fn len(&self) -> usize {
         self.shards
             .iter()
-            .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).entries.len())
+            .map(|s| s.0.lock().unwrap_or_else(|e| e.into_inner()).keys.len())
             .sum()
     }
 
@@ -385,14 +493,45 @@ mod tests {
         pinned: false,
     };
 
+    /// Every key knows its slot, every filled slot its key, and every slot is reachable from its home.
+    fn assert_consistent(c: &ValueCache) {
+        for shard in c.shards.iter() {
+            let shard = shard.0.lock().unwrap();
+            let filled = shard.slots.iter().filter(|s| s.meta != 0).count();
+            assert_eq!(filled, shard.keys.len());
+            assert_eq!(shard.positions.len(), shard.keys.len());
+            for (n, &at) in shard.positions.iter().enumerate() {
+                let slot = &shard.slots[at as usize];
+                assert_eq!(slot.key(), n);
+                let mask = shard.slots.len() - 1;
+                let mut pos = slot.hash as usize & mask;
+                while pos != at as usize {
+                    assert_ne!(
+                        shard.slots[pos].meta, 0,
+                        "a hole in the probe run of key {n}"
+                    );
+                    pos = (pos + 1) & mask;
+                }
+            }
+        }
+    }
+
     fn touch(c: &ValueCache, v: &ParamValue<'_>, settled: bool) -> (Cell, bool) {
+        touch_with(c, v, |_| settled)
+    }
+
+    fn touch_with(
+        c: &ValueCache,
+        v: &ParamValue<'_>,
+        settled: impl Fn(&Cell) -> bool,
+    ) -> (Cell, bool) {
         let h = c.hash(0, v).unwrap();
         c.with_cell(
             h,
             0,
             v,
             || PLAIN,
-            |_| settled,
+            settled,
             |cell, shared| {
                 cell.level += 1;
                 (*cell, shared)
@@ -436,22 +575,57 @@ mod tests {
     }
 
     #[test]
+    fn equal_hashes_of_other_kinds_or_strings_keep_their_own_cells() {
+        let c = ValueCache::new(100, 5);
+        let hash = 0x1234_5678_9abc_def0;
+        let values = [
+            ParamValue::Int(1),
+            ParamValue::Float(f64::from_bits(1)),
+            ParamValue::Bool(true),
+            ParamValue::from("a"),
+            ParamValue::from("b"),
+        ];
+        for round in 1..=2 {
+            for v in &values {
+                let level = c.with_cell(
+                    hash,
+                    0,
+                    v,
+                    || PLAIN,
+                    |_| false,
+                    |cell, shared| {
+                        assert!(!shared);
+                        cell.level += 1;
+                        cell.level
+                    },
+                );
+                assert_eq!(level, round, "{v:?}");
+            }
+        }
+        assert_eq!(c.len(), values.len());
+        assert_consistent(&c);
+    }
+
+    #[test]
     fn a_full_cache_replaces_settled_values_only() {
         let c = ValueCache::new(4, 5);
         for i in 0..4 {
+            touch(&c, &ParamValue::Int(i), false);
             touch(&c, &ParamValue::Int(i), false);
         }
         // Nothing settled: the overflow cell is shared by every newcomer.
         assert!(touch(&c, &ParamValue::Int(10), false).1);
         assert!(touch(&c, &ParamValue::Int(11), false).1);
         assert_eq!(c.overflows(), 2);
-        // Everything settled: newcomers take their places, one eviction each.
+        // The old values settled (touched twice; a newcomer once): newcomers take their places, one
+        // eviction each.
         for i in 10..14 {
-            let (cell, shared) = touch(&c, &ParamValue::Int(i), true);
+            let (cell, shared) = touch_with(&c, &ParamValue::Int(i), |c| c.level >= 2);
             assert!(!shared);
             assert_eq!(cell.level, 1, "a new value starts from a fresh cell");
         }
         assert_eq!((c.len(), c.evictions()), (4, 4));
+        assert_consistent(&c);
         for i in 10..14 {
             let h = c.hash(0, &ParamValue::Int(i)).unwrap();
             assert!(c.peek(h, 0, &ParamValue::Int(i), |_| ()).is_some(), "{i}");
@@ -497,10 +671,24 @@ mod tests {
     #[test]
     fn removal_keeps_probe_runs_intact() {
         // Many replacements in one small shard exercise the backward-shift deletion.
+        // Values of earlier rounds are settled; each round's values replace them.
         let c = ValueCache::new(16, 5);
         for round in 0..50i64 {
             for i in 0..16 {
-                touch(&c, &ParamValue::Int(round * 16 + i), true);
+                let v = ParamValue::Int(round * 16 + i);
+                let h = c.hash(0, &v).unwrap();
+                let shared = c.with_cell(
+                    h,
+                    0,
+                    &v,
+                    || PLAIN,
+                    |cell| cell.level <= round,
+                    |cell, shared| {
+                        cell.level = round + 1;
+                        shared
+                    },
+                );
+                assert!(!shared, "round {round} value {i}");
             }
             for i in 0..16 {
                 let v = ParamValue::Int(round * 16 + i);
@@ -511,12 +699,14 @@ mod tests {
                 );
             }
         }
-        assert_eq!(c.len(), 16);
+        assert_eq!((c.len(), c.evictions()), (16, 49 * 16));
+        assert_consistent(&c);
     }
 
     #[test]
-    fn an_entry_is_one_cache_line() {
-        assert_eq!(std::mem::size_of::<Entry>(), 64);
+    fn a_slot_is_half_a_cache_line() {
+        assert_eq!(std::mem::size_of::<Slot>(), 32);
+        assert_eq!(std::mem::size_of::<Key>(), 32);
     }
 
     #[test]
@@ -534,5 +724,6 @@ mod tests {
             (4000, 0),
             "the capacity is global, not per shard"
         );
+        assert_consistent(&c);
     }
 }
