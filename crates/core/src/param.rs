@@ -12,6 +12,10 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::hash::{Hash, Hasher};
+
+use foldhash::SharedSeed;
+use foldhash::fast::FoldHasher;
 
 /// One argument of an entry.
 ///
@@ -380,14 +384,28 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// A seed and string keys for [`hash_value`] from the operating system's randomness (through std's
+/// `RandomState`; foldhash's own global seed comes from addresses and the time).
+pub(crate) fn random_seeds() -> (u64, SharedSeed) {
+    use std::hash::BuildHasher;
+    let random = std::hash::RandomState::new();
+    (
+        random.hash_one(0x5eed_u64),
+        SharedSeed::from_u64(random.hash_one(0x5717_u64)),
+    )
+}
+
 /// Hashes a single value (`None` for `Null` and lists), so that both the high bits (shard) and the low
 /// bits (slot) are usable.
 ///
 /// A boolean, integer or float hashes as `mix(bits ^ salt)`, with `salt` fixed by the seed and the
 /// kind: a bijection of its 64 bits, so within one kind and seed the hash *is* the value (see
-/// [`ValueKind::hash_is_identity`]). A string hashes with a seeded Fx hash, then the same mix.
+/// [`ValueKind::hash_is_identity`]). A string hashes with foldhash keyed by `strings` (random: see
+/// [`random_seeds`]), then the same mix: argument values come from clients, and strings made offline
+/// to collide under an unkeyed hash (Fx compresses the bytes before it adds its seed) would pile up in
+/// one probe run.
 #[inline]
-pub(crate) fn hash_value(seed: u64, v: &ParamValue<'_>) -> Option<u64> {
+pub(crate) fn hash_value(seed: u64, strings: &SharedSeed, v: &ParamValue<'_>) -> Option<u64> {
     let salt = |kind: u64| seed.wrapping_add(kind.wrapping_mul(0x9e37_79b9_7f4a_7c15));
     Some(match v {
         ParamValue::Null | ParamValue::List(_) | ParamValue::Slice(_) => return None,
@@ -395,19 +413,16 @@ pub(crate) fn hash_value(seed: u64, v: &ParamValue<'_>) -> Option<u64> {
         ParamValue::Int(i) => mix(salt(2) ^ *i as u64),
         ParamValue::Float(x) => mix(salt(3) ^ float_bits(*x)),
         ParamValue::Str(s) => {
-            use std::hash::Hasher;
-            let mut h = rustc_hash::FxHasher::with_seed(salt(4) as usize);
-            h.write(s.as_bytes());
-            h.write_usize(s.len());
+            let mut h = FoldHasher::with_seed(salt(4), strings);
+            s.hash(&mut h);
             mix(h.finish())
         }
     })
 }
 
+/// The inverse of [`mix`] (for tests that make values collide on purpose).
 #[cfg(test)]
-mod tests {
-    use super::*;
-
+pub(crate) fn unmix(z: u64) -> u64 {
     /// The inverse of `x ^ (x >> k)`.
     fn unshift(y: u64, k: u32) -> u64 {
         let mut x = y;
@@ -416,7 +431,6 @@ mod tests {
         }
         x
     }
-
     /// The multiplicative inverse of an odd number mod 2^64 (Newton's iteration).
     fn inverse(a: u64) -> u64 {
         let mut x = a;
@@ -425,14 +439,17 @@ mod tests {
         }
         x
     }
+    let z = unshift(z, 31).wrapping_mul(inverse(0x94d0_49bb_1331_11eb));
+    let z = unshift(z, 27).wrapping_mul(inverse(0xbf58_476d_1ce4_e5b9));
+    unshift(z, 30)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
 
     #[test]
     fn number_hashes_are_bijections() {
-        let unmix = |z: u64| {
-            let z = unshift(z, 31).wrapping_mul(inverse(0x94d0_49bb_1331_11eb));
-            let z = unshift(z, 27).wrapping_mul(inverse(0xbf58_476d_1ce4_e5b9));
-            unshift(z, 30)
-        };
         let mut x = 0x0123_4567_89ab_cdefu64;
         for _ in 0..10_000 {
             x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
@@ -440,9 +457,10 @@ mod tests {
         }
         // So the hash of an integer gives the integer back: equal hashes mean equal values.
         let seed = 0xfeed;
-        let salt = unmix(hash_value(seed, &ParamValue::Int(0)).unwrap());
+        let keys = random_seeds().1;
+        let salt = unmix(hash_value(seed, &keys, &ParamValue::Int(0)).unwrap());
         for i in [1, -1, 42, i64::MIN, i64::MAX] {
-            let h = hash_value(seed, &ParamValue::Int(i)).unwrap();
+            let h = hash_value(seed, &keys, &ParamValue::Int(i)).unwrap();
             assert_eq!(unmix(h) ^ salt, i as u64);
         }
         assert!(ValueKind::Int.hash_is_identity() && !ValueKind::Str.hash_is_identity());
@@ -450,6 +468,7 @@ mod tests {
 
     #[test]
     fn values_are_typed() {
+        let keys = random_seeds().1;
         let int = ParamValue::from(42);
         let float = ParamValue::from(42.0);
         let string = ParamValue::from("42");
@@ -457,16 +476,17 @@ mod tests {
             let sa = StoredValue::from_value(a).unwrap();
             assert!(sa.matches(a));
             assert!(!sa.matches(b), "{a:?} vs {b:?}");
-            assert_ne!(hash_value(1, a), hash_value(1, b));
+            assert_ne!(hash_value(1, &keys, a), hash_value(1, &keys, b));
         }
         assert_eq!(
-            hash_value(1, &ParamValue::from(7u8)),
-            hash_value(1, &7i64.into())
+            hash_value(1, &keys, &ParamValue::from(7u8)),
+            hash_value(1, &keys, &7i64.into())
         );
     }
 
     #[test]
     fn stored_values_round_trip_and_stay_small() {
+        let keys = random_seeds().1;
         assert_eq!(std::mem::size_of::<StoredValue>(), 24);
         assert_eq!(std::mem::size_of::<Option<StoredValue>>(), 24);
         let long = "x".repeat(40);
@@ -483,7 +503,7 @@ mod tests {
             let s = StoredValue::from_value(&v).unwrap();
             assert!(s.matches(&v), "{v:?}");
             assert!(s.matches(&s.view()));
-            assert_eq!(hash_value(9, &s.view()), hash_value(9, &v));
+            assert_eq!(hash_value(9, &keys, &s.view()), hash_value(9, &keys, &v));
         }
         assert!(matches!(
             StoredValue::from_str("exactly-twenty-two-byt"),

@@ -26,7 +26,7 @@ use rustc_hash::FxHashMap;
 use super::manager::{ParamRuleState, Rules, Verdict};
 use crate::block::{BlockError, BlockKind, BlockRule};
 use crate::engine::{Inner, Resource};
-use crate::param::ParamValue;
+use crate::param::{ParamValue, ValueKind};
 use crate::rules::RuleType;
 use crate::slot::{ExitContext, Hooks, Slot, SlotContext, order};
 
@@ -98,7 +98,8 @@ const INLINE_PAIRS: usize = 16;
 /// (a value repeated in a list) is checked, at its k-th occurrence, for k charges, as charging it k
 /// times one after the other takes: the charges that follow then fail only if a concurrent call took
 /// the room meanwhile, and a refused call changes nothing (refunds are close, not exact: a window or a
-/// pacing slot a charge opened stays open). Pairs are told apart by rule and value hash.
+/// pacing slot a charge opened stays open). Pairs are told apart by rule, value kind and value hash
+/// (a number's hash is its value within its kind, so an integer and a float can share one).
 fn first_refused<'r, 's, 'a>(
     rules: &'r Rules,
     args: &'s [ParamValue<'a>],
@@ -106,19 +107,24 @@ fn first_refused<'r, 's, 'a>(
     now: u64,
     acquire: u32,
 ) -> Option<(&'r ParamRuleState, &'s ParamValue<'a>)> {
-    let mut inline = [(0usize, 0u64, 0u32); INLINE_PAIRS];
+    let mut inline = [((0usize, 0u64, 0u8), 0u32); INLINE_PAIRS];
     let mut len = 0;
-    let mut more: Option<FxHashMap<(usize, u64), u32>> = None;
+    let mut more: Option<FxHashMap<(usize, u64, u8), u32>> = None;
     Units::new(rules, args).find(|(state, value)| {
         let times = match state.value_hash(scope, value) {
             None => 1,
             Some(hash) => {
-                let key = (std::ptr::from_ref::<ParamRuleState>(state) as usize, hash);
-                if let Some(seen) = inline[..len].iter_mut().find(|e| (e.0, e.1) == key) {
-                    seen.2 += 1;
-                    seen.2
+                let kind = ValueKind::of(value).map_or(u8::MAX, |k| k as u8);
+                let key = (
+                    std::ptr::from_ref::<ParamRuleState>(state) as usize,
+                    hash,
+                    kind,
+                );
+                if let Some(seen) = inline[..len].iter_mut().find(|e| e.0 == key) {
+                    seen.1 += 1;
+                    seen.1
                 } else if len < INLINE_PAIRS {
-                    inline[len] = (key.0, key.1, 1);
+                    inline[len] = (key, 1);
                     len += 1;
                     1
                 } else {
@@ -254,5 +260,30 @@ mod tests {
         assert_eq!(argument(&two, 2), None);
         assert_eq!(argument(&two, i32::MIN), None);
         assert_eq!(argument(&[], -1), None);
+    }
+    #[test]
+    fn an_integer_and_a_float_with_one_hash_are_two_values() {
+        use crate::param::unmix;
+        use crate::{Floodgate, ParamFlowRule};
+        let fg = Floodgate::builder().build();
+        fg.load_param_flow_rules([ParamFlowRule::new("r", 0, 1.0)])
+            .unwrap();
+        drop(fg.entry("r").enter());
+        let resource = fg.inner.resource("r").unwrap();
+        let snapshot = fg.inner.param_flow.snapshot();
+        let state = &snapshot.rules_of(resource).unwrap()[0];
+        let hash = |v: ParamValue<'_>| state.value_hash(resource.id, &v).unwrap();
+        // A number's hash is `mix(salt ^ bits)`: the float whose bits are `i ^ int salt ^ float salt`
+        // hashes as the integer `i`.
+        let salts = unmix(hash(ParamValue::Int(0))) ^ unmix(hash(ParamValue::Float(0.0)));
+        let (int, float) = (1..)
+            .map(|i: i64| (i, f64::from_bits(salts ^ i as u64)))
+            .find(|(_, f)| !f.is_nan())
+            .unwrap();
+        assert_eq!(hash(ParamValue::Int(int)), hash(ParamValue::Float(float)));
+        // Each is charged once, and a threshold of 1 admits each once.
+        let both = ParamValue::list([ParamValue::Int(int), ParamValue::Float(float)]);
+        assert!(fg.entry("r").args([both.clone()]).enter().is_ok());
+        assert!(fg.entry("r").args([both]).enter().is_err());
     }
 }
