@@ -61,6 +61,7 @@ mod entry_type;
 mod error_filter;
 mod flow;
 mod global;
+mod keyed_hash;
 mod last_lookup;
 mod name_index;
 mod node;

@@ -384,26 +384,14 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// A seed and string keys for [`hash_value`] from the operating system's randomness (through std's
-/// `RandomState`; foldhash's own global seed comes from addresses and the time).
-pub(crate) fn random_seeds() -> (u64, SharedSeed) {
-    use std::hash::BuildHasher;
-    let random = std::hash::RandomState::new();
-    (
-        random.hash_one(0x5eed_u64),
-        SharedSeed::from_u64(random.hash_one(0x5717_u64)),
-    )
-}
-
 /// Hashes a single value (`None` for `Null` and lists), so that both the high bits (shard) and the low
 /// bits (slot) are usable.
 ///
 /// A boolean, integer or float hashes as `mix(bits ^ salt)`, with `salt` fixed by the seed and the
 /// kind: a bijection of its 64 bits, so within one kind and seed the hash *is* the value (see
-/// [`ValueKind::hash_is_identity`]). A string hashes with foldhash keyed by `strings` (random: see
-/// [`random_seeds`]), then the same mix: argument values come from clients, and strings made offline
-/// to collide under an unkeyed hash (Fx compresses the bytes before it adds its seed) would pile up in
-/// one probe run.
+/// [`ValueKind::hash_is_identity`]). A string hashes with foldhash keyed by `strings` (the process's
+/// random keys, see [`keyed_hash`](crate::keyed_hash)), then the same mix: argument values come from
+/// clients.
 #[inline]
 pub(crate) fn hash_value(seed: u64, strings: &SharedSeed, v: &ParamValue<'_>) -> Option<u64> {
     let salt = |kind: u64| seed.wrapping_add(kind.wrapping_mul(0x9e37_79b9_7f4a_7c15));
@@ -457,10 +445,10 @@ mod tests {
         }
         // So the hash of an integer gives the integer back: equal hashes mean equal values.
         let seed = 0xfeed;
-        let keys = random_seeds().1;
-        let salt = unmix(hash_value(seed, &keys, &ParamValue::Int(0)).unwrap());
+        let keys = crate::keyed_hash::shared_seed();
+        let salt = unmix(hash_value(seed, keys, &ParamValue::Int(0)).unwrap());
         for i in [1, -1, 42, i64::MIN, i64::MAX] {
-            let h = hash_value(seed, &keys, &ParamValue::Int(i)).unwrap();
+            let h = hash_value(seed, keys, &ParamValue::Int(i)).unwrap();
             assert_eq!(unmix(h) ^ salt, i as u64);
         }
         assert!(ValueKind::Int.hash_is_identity() && !ValueKind::Str.hash_is_identity());
@@ -468,7 +456,7 @@ mod tests {
 
     #[test]
     fn values_are_typed() {
-        let keys = random_seeds().1;
+        let keys = crate::keyed_hash::shared_seed();
         let int = ParamValue::from(42);
         let float = ParamValue::from(42.0);
         let string = ParamValue::from("42");
@@ -476,17 +464,17 @@ mod tests {
             let sa = StoredValue::from_value(a).unwrap();
             assert!(sa.matches(a));
             assert!(!sa.matches(b), "{a:?} vs {b:?}");
-            assert_ne!(hash_value(1, &keys, a), hash_value(1, &keys, b));
+            assert_ne!(hash_value(1, keys, a), hash_value(1, keys, b));
         }
         assert_eq!(
-            hash_value(1, &keys, &ParamValue::from(7u8)),
-            hash_value(1, &keys, &7i64.into())
+            hash_value(1, keys, &ParamValue::from(7u8)),
+            hash_value(1, keys, &7i64.into())
         );
     }
 
     #[test]
     fn stored_values_round_trip_and_stay_small() {
-        let keys = random_seeds().1;
+        let keys = crate::keyed_hash::shared_seed();
         assert_eq!(std::mem::size_of::<StoredValue>(), 24);
         assert_eq!(std::mem::size_of::<Option<StoredValue>>(), 24);
         let long = "x".repeat(40);
@@ -503,7 +491,7 @@ mod tests {
             let s = StoredValue::from_value(&v).unwrap();
             assert!(s.matches(&v), "{v:?}");
             assert!(s.matches(&s.view()));
-            assert_eq!(hash_value(9, &keys, &s.view()), hash_value(9, &keys, &v));
+            assert_eq!(hash_value(9, keys, &s.view()), hash_value(9, keys, &v));
         }
         assert!(matches!(
             StoredValue::from_str("exactly-twenty-two-byt"),

@@ -3,16 +3,17 @@
 use std::sync::Arc;
 
 use arc_swap::ArcSwapOption;
-use rustc_hash::FxHashMap;
 
 use super::statistic_node::{StatisticNode, WindowGeometry};
+use crate::keyed_hash::{KeyedMap, keyed_map};
 
 /// The statistics of a resource as a whole, plus one `StatisticNode` per caller origin (kept in the
 /// engine's origin arena; this map holds their indices).
 #[derive(Debug)]
 pub(crate) struct ClusterNode {
     pub(crate) stats: StatisticNode,
-    origins: ArcSwapOption<FxHashMap<Arc<str>, u32>>,
+    /// Keyed by origin names, which clients choose.
+    origins: ArcSwapOption<KeyedMap<Arc<str>, u32>>,
 }
 
 impl ClusterNode {
@@ -39,7 +40,7 @@ impl ClusterNode {
         let mut next = self
             .origins
             .load_full()
-            .map_or_else(FxHashMap::default, |m| (*m).clone());
+            .map_or_else(keyed_map, |m| (*m).clone());
         next.insert(origin, index);
         self.origins.store(Some(Arc::new(next)));
     }

@@ -33,7 +33,8 @@ use std::sync::{Mutex, MutexGuard};
 
 use foldhash::SharedSeed;
 
-use crate::param::{ParamValue, StoredValue, ValueKind, hash_value, random_seeds};
+use crate::keyed_hash::{random_u64, shared_seed};
+use crate::param::{ParamValue, StoredValue, ValueKind, hash_value};
 
 /// A value's state before its first admission.
 pub(crate) const NEVER: u64 = u64::MAX;
@@ -288,8 +289,8 @@ pub(crate) struct ValueCache {
     /// `64 - log2(shards)`: the hash's high bits pick the shard.
     shift: u32,
     seed: u64,
-    /// The random keys strings are hashed with.
-    strings: SharedSeed,
+    /// The process's random keys, for strings.
+    strings: &'static SharedSeed,
     /// The threshold of values without one of their own, and of the overflow cells.
     threshold: i64,
     capacity: usize,
@@ -306,7 +307,6 @@ impl ValueCache {
         // About 64 values a shard, at most 64 shards (a power of two).
         let shards = (capacity / 64).clamp(1, 64);
         let shards = 1usize << (usize::BITS - 1 - shards.leading_zeros());
-        let (seed, strings) = random_seeds();
         ValueCache {
             shards: (0..shards)
                 .map(|_| {
@@ -320,8 +320,8 @@ impl ValueCache {
                 })
                 .collect(),
             shift: 64 - shards.trailing_zeros(),
-            seed,
-            strings,
+            seed: random_u64(),
+            strings: shared_seed(),
             threshold,
             capacity,
             len: AtomicUsize::new(0),
@@ -335,14 +335,14 @@ impl ValueCache {
     pub(crate) fn hash(&self, scope: u32, value: &ParamValue<'_>) -> Option<u64> {
         hash_value(
             self.seed ^ u64::from(scope).wrapping_mul(0x9e37_79b9_7f4a_7c15),
-            &self.strings,
+            self.strings,
             value,
         )
     }
 
     /// The hash of `value` regardless of scope (for the rule's exception items).
     pub(crate) fn item_hash(&self, value: &ParamValue<'_>) -> Option<u64> {
-        hash_value(!self.seed, &self.strings, value)
+        hash_value(!self.seed, self.strings, value)
     }
 
     #[inline]
@@ -613,28 +613,7 @@ mod tests {
 
     #[test]
     fn strings_made_to_collide_under_fx_do_not_collide_here() {
-        use std::hash::Hasher;
-        // Fx (rustc-hash 2) compresses a string's bytes with an unkeyed function before it adds its
-        // seed; for 16 bytes that function is symmetric in the halves (each xored with a constant), so
-        // these two strings collide under every seed. Argument values come from clients.
-        let a = std::str::from_utf8(&[
-            0x40, 0xc2, 0x80, 0x60, 0x20, 0x40, 0x20, 0x20, 0x40, 0xc2, 0x80, 0x60, 0x20, 0x40,
-            0x20, 0x20,
-        ])
-        .unwrap();
-        let b = std::str::from_utf8(&[
-            0xd7, 0xb9, 0x53, 0xe6, 0x86, 0xa0, 0x06, 0x17, 0xd7, 0xb9, 0x53, 0xe6, 0x86, 0xa0,
-            0x06, 0x17,
-        ])
-        .unwrap();
-        for seed in [0, 1, 0x5eed] {
-            let fx = |s: &str| {
-                let mut h = rustc_hash::FxHasher::with_seed(seed);
-                h.write(s.as_bytes());
-                h.finish()
-            };
-            assert_eq!(fx(a), fx(b), "the collision this test is about");
-        }
+        let [a, b] = crate::keyed_hash::FX_COLLISION;
         let c = ValueCache::new(100, 5);
         let (a, b) = (ParamValue::from(a), ParamValue::from(b));
         assert_ne!(c.hash(0, &a), c.hash(0, &b));

@@ -35,12 +35,14 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use rustc_hash::{FxBuildHasher, FxHashMap};
+use foldhash::fast::SeedableRandomState;
+use rustc_hash::FxHashMap;
 
 use super::{Hooks, Slot, SlotContext, order};
 use crate::arena::Arena;
 use crate::block::{BlockError, BlockKind};
 use crate::clock::Clock;
+use crate::keyed_hash::keyed_state;
 use crate::stat::{AddOutcome, cell};
 
 const RECENT_LINES: usize = 1000;
@@ -58,6 +60,7 @@ struct Key {
     resource: u32,
     kind: BlockKind,
     rule: Option<i64>,
+    /// The origin's hash under the log's random keys (origins are chosen by clients).
     origin: u64,
     /// The group's overflow key (rule and origin are then empty).
     overflow: bool,
@@ -177,6 +180,8 @@ struct Shared {
     id: u64,
     tallies: Arena<Tally>,
     groups: Arena<Arc<Group>>,
+    /// Hashes origins into keys.
+    origins: SeedableRandomState,
     index: Mutex<Index>,
     output: Mutex<Output>,
 }
@@ -208,6 +213,7 @@ impl BlockLog {
         let log = BlockLog {
             shared: Arc::new(Shared {
                 id: NEXT_LOG_ID.fetch_add(1, Ordering::Relaxed),
+                origins: keyed_state(),
                 output: Mutex::new(Output {
                     path,
                     roll_at: MAX_FILE_BYTES,
@@ -257,7 +263,7 @@ impl BlockLog {
             resource: resource_id,
             kind: block.kind(),
             rule: block.rule().and_then(|r| r.id()),
-            origin: FxBuildHasher.hash_one(origin),
+            origin: shared.origins.hash_one(origin),
             overflow: false,
         };
         let id = shared.id;
@@ -576,6 +582,20 @@ mod tests {
             )],
             "one line, not one per late block"
         );
+    }
+
+    #[test]
+    fn origins_that_collide_under_fx_keep_their_own_lines() {
+        let log = BlockLog::new(None, Arc::new(crate::ManualClock::new(0)));
+        let block = BlockError::new(BlockKind::Flow, Arc::from("R"));
+        let t0 = 1_700_000_000_000u64;
+        let [a, b] = crate::keyed_hash::FX_COLLISION;
+        log.record(t0, 0, &block, a, 1);
+        log.record(t0, 0, &block, b, 2);
+        let lines = log.lines(t0 + 1000);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines.iter().any(|l| l.contains(a) && l.ends_with("|1,0")));
+        assert!(lines.iter().any(|l| l.contains(b) && l.ends_with("|2,0")));
     }
 
     #[test]
