@@ -462,6 +462,33 @@ fn rate_limiter_queues_with_sentinels_numbers() {
 }
 
 #[test]
+fn rate_limiter_paces_above_a_thousand_a_second() {
+    // Sentinel rounded the cost to whole ms: 5000 a second cost 0 ms and paced nothing, 1500 and 2000
+    // cost 1 ms and admitted 1000 in a second's queue (FL-03).
+    for count in [7usize, 1500, 2000, 5000] {
+        let (_clock, fg) = engine();
+        load(
+            &fg,
+            &format!(r#"[{{"resource":"R","paramIdx":0,"count":{count},"controlBehavior":2}}]"#),
+        );
+        assert_eq!(burst(&fg, &one("v"), 10_000), 1, "count {count}, no queue");
+        let (_clock, fg) = engine();
+        load(
+            &fg,
+            &format!(
+                r#"[{{"resource":"R","paramIdx":0,"count":{count},"controlBehavior":2,"maxQueueingTimeMs":1000}}]"#
+            ),
+        );
+        let waits: Vec<Duration> = (0..3 * count)
+            .map_while(|_| fg.entry("R").args(["v"]).enter().ok().map(|e| e.waited()))
+            .collect();
+        assert_eq!(waits.len(), count, "count {count}, a second's queue");
+        let cost = Duration::from_nanos((1_000_000_000 + count as u64 / 2) / count as u64);
+        assert_eq!(waits[1], cost, "count {count}");
+    }
+}
+
+#[test]
 fn rate_limiter_without_a_queue_paces_strictly() {
     let (clock, fg) = engine();
     load(

@@ -21,6 +21,9 @@ use crate::flow::{ControlBehavior, FlowGrade};
 use crate::param::{ParamValue, StoredValue};
 use crate::rules::{ResourceTable, RuleError, RuleIndex, carry_over};
 
+/// Token buckets count in ms (Sentinel's windows); pacing counts in ns (FL-03).
+const NANOS_PER_MS: u64 = 1_000_000;
+
 /// Sentinel's base cache size per second of window (`BASE_PARAM_MAX_CAPACITY`).
 const BASE_CAPACITY: u64 = 4000;
 /// Sentinel's cap on a rule's cache (`TOTAL_MAX_CAPACITY`).
@@ -44,7 +47,7 @@ enum Controller {
 /// What a rule decided for one value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Verdict {
-    /// Admitted, after waiting this many ms (0: at once).
+    /// Admitted, after waiting this many ns (0: at once).
     Pass(u64),
     Block,
 }
@@ -134,7 +137,7 @@ impl ParamRuleState {
         }
     }
 
-    /// Admits `acquire` permits for `value` of resource `scope` at `now` (a single value: not `Null`,
+    /// Admits `acquire` permits for `value` of resource `scope` at `now` (ns; a single value: not `Null`,
     /// not a list), or not.
     #[inline]
     pub(crate) fn acquire(
@@ -155,8 +158,8 @@ impl ParamRuleState {
                 scope,
                 value,
                 new,
-                |c| b.settled(c, now),
-                |cell, _| match b.next(cell, now, a) {
+                |c| b.settled(c, now / NANOS_PER_MS),
+                |cell, _| match b.next(cell, now / NANOS_PER_MS, a) {
                     Some(next) => {
                         *cell = next;
                         Verdict::Pass(0)
@@ -219,7 +222,7 @@ impl ParamRuleState {
         let check = |cell: &mut Cell| match &self.controller {
             // Within one instant, k charges of `a` tokens take what one charge of k·a takes.
             Controller::Bucket(b) => b
-                .next(cell, now, a.saturating_mul(i64::from(times)))
+                .next(cell, now / NANOS_PER_MS, a.saturating_mul(i64::from(times)))
                 .is_some(),
             Controller::Pacing(r) => r.admits(cell, now, a, times),
             Controller::Threads => concurrency::can_enter(cell, times),

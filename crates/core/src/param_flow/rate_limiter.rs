@@ -3,30 +3,34 @@
 //! With threshold `count` per `durationInSec`, a request for `acquire` permits costs
 //!
 //! ```text
-//! cost = round(1000 · acquire · durationInSec / count)   ms
+//! cost = round(10⁹ · acquire · durationInSec / count)   ns
 //! ```
 //!
-//! Each value remembers `stamp`, when its latest admitted request passes. A request at `now`:
+//! Each value remembers `stamp`, when its latest admitted request passes (ns). A request at `now`:
 //!
 //! * first request of the value: passes at once, `stamp = now`;
 //! * `stamp + cost ≤ now`: passes at once, `stamp = now`;
 //! * else it waits `stamp + cost − now` if that is *strictly* below `maxQueueingTimeMs` (so with the
 //!   default 0 nothing queues), and `stamp = stamp + cost`; otherwise it is blocked and nothing changes.
 //!
-//! (Sentinel's `passThrottleLocalCheck`.) A threshold of 0 blocks everything, and so does a request for
-//! more than `count + burstCount` permits (PF-05: a stale stamp must not let a huge batch through). The
-//! entry waits out the returned delay; nothing sleeps here.
+//! (Sentinel's `passThrottleLocalCheck`, which rounds the cost to whole milliseconds: a count of 5000
+//! a second cost 0 ms and paced nothing, 1500 cost 1 ms and admitted 1000 (FL-03). Here the cost is
+//! exact to the nanosecond.) A threshold of 0 blocks everything, and so does a request for more than
+//! `count + burstCount` permits (PF-05: a stale stamp must not let a huge batch through). The entry
+//! waits out the returned delay; nothing sleeps here.
 //!
 //! A value is *settled* once even the largest admissible request would pass at once: then it behaves
 //! exactly like a new value.
 
 use super::cache::{Cell, NEVER};
 
+const NANOS_PER_SEC: u128 = 1_000_000_000;
+
 /// The pacing of one rule (the per-value state lives in [`Cell`]s).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RateLimiter {
     duration_in_sec: u64,
-    max_queueing_ms: u64,
+    max_queueing_ns: u64,
     burst: i64,
 }
 
@@ -34,23 +38,29 @@ impl RateLimiter {
     pub(crate) fn new(duration_in_sec: u64, max_queueing_ms: u32, burst: u32) -> Self {
         RateLimiter {
             duration_in_sec,
-            max_queueing_ms: u64::from(max_queueing_ms),
+            max_queueing_ns: u64::from(max_queueing_ms) * 1_000_000,
             burst: i64::from(burst),
         }
     }
 
-    /// The cost in ms of `acquire` permits at the cell's threshold.
+    /// The cost in ns of `acquire` permits at the cell's threshold (rounded half up; past `u64`, or at
+    /// a threshold of 0, `u64::MAX`: never cheaper than it is).
     fn cost(&self, cell: &Cell, acquire: i64) -> u64 {
-        let cost =
-            (1000.0 * acquire as f64 * self.duration_in_sec as f64 / cell.threshold as f64).round();
-        if cost.is_finite() && cost > 0.0 {
-            cost as u64
-        } else {
-            0
+        let Ok(threshold) = u128::try_from(cell.threshold) else {
+            return u64::MAX;
+        };
+        if threshold == 0 {
+            return u64::MAX;
         }
+        let acquire = u128::try_from(acquire).unwrap_or(0);
+        let total = NANOS_PER_SEC
+            .saturating_mul(acquire)
+            .saturating_mul(u128::from(self.duration_in_sec));
+        u64::try_from(total.saturating_add(threshold / 2) / threshold).unwrap_or(u64::MAX)
     }
 
-    /// The cell and the wait in ms after admitting `acquire` permits at `now`, or `None` for a block.
+    /// The cell and the wait in ns after admitting `acquire` permits at `now` (ns), or `None` for a
+    /// block.
     #[inline]
     pub(crate) fn next(&self, cell: &Cell, now: u64, acquire: i64) -> Option<(Cell, u64)> {
         if cell.threshold <= 0 || acquire > cell.threshold.saturating_add(self.burst) {
@@ -76,7 +86,7 @@ impl RateLimiter {
             ));
         }
         let wait = expected - now;
-        (wait < self.max_queueing_ms).then_some((
+        (wait < self.max_queueing_ns).then_some((
             Cell {
                 stamp: expected,
                 ..*cell
@@ -95,7 +105,7 @@ impl RateLimiter {
         let last = first
             .stamp
             .saturating_add(self.cost(cell, acquire).saturating_mul(later));
-        last <= now || last - now < self.max_queueing_ms
+        last <= now || last - now < self.max_queueing_ns
     }
 
     /// Gives back the slot of an admission that was then undone. (When the admission passed at once
@@ -119,6 +129,8 @@ impl RateLimiter {
 mod tests {
     use super::*;
 
+    const MS: u64 = 1_000_000;
+
     fn admit(r: &RateLimiter, cell: &mut Cell, now: u64) -> Option<u64> {
         let (next, wait) = r.next(cell, now, 1)?;
         *cell = next;
@@ -130,8 +142,8 @@ mod tests {
         for (queue, threshold, stamp) in [
             (0, 10, NEVER),
             (500, 10, NEVER),
-            (500, 10, 900),
-            (250, 3, 990),
+            (500, 10, 900 * MS),
+            (250, 3, 990 * MS),
         ] {
             let r = RateLimiter::new(1, queue, 0);
             let start = Cell {
@@ -140,9 +152,9 @@ mod tests {
             };
             for times in 1..8 {
                 let mut cell = start;
-                let in_turn = (0..times).all(|_| admit(&r, &mut cell, 1000).is_some());
+                let in_turn = (0..times).all(|_| admit(&r, &mut cell, 1000 * MS).is_some());
                 assert_eq!(
-                    r.admits(&start, 1000, 1, times),
+                    r.admits(&start, 1000 * MS, 1, times),
                     in_turn,
                     "queue {queue}, threshold {threshold}, stamp {stamp}, {times} times"
                 );
@@ -154,10 +166,10 @@ mod tests {
     fn strict_pacing_without_a_queue() {
         let r = RateLimiter::new(1, 0, 0);
         let mut cell = Cell::new(5);
-        assert_eq!(admit(&r, &mut cell, 1000), Some(0));
-        assert_eq!(admit(&r, &mut cell, 1000), None);
-        assert_eq!(admit(&r, &mut cell, 1199), None);
-        assert_eq!(admit(&r, &mut cell, 1200), Some(0));
+        assert_eq!(admit(&r, &mut cell, 1000 * MS), Some(0));
+        assert_eq!(admit(&r, &mut cell, 1000 * MS), None);
+        assert_eq!(admit(&r, &mut cell, 1200 * MS - 1), None);
+        assert_eq!(admit(&r, &mut cell, 1200 * MS), Some(0));
     }
 
     #[test]
@@ -169,10 +181,10 @@ mod tests {
             waits,
             [
                 Some(0),
-                Some(100),
-                Some(200),
-                Some(300),
-                Some(400),
+                Some(100 * MS),
+                Some(200 * MS),
+                Some(300 * MS),
+                Some(400 * MS),
                 None,
                 None
             ],
@@ -187,9 +199,9 @@ mod tests {
             stamp: 0,
             ..Cell::new(4)
         };
-        assert_eq!(r.cost(&cell, 1), 500);
-        assert_eq!(r.cost(&cell, 3), 1500);
-        assert_eq!(r.next(&cell, 0, 3).map(|(_, w)| w), Some(1500));
+        assert_eq!(r.cost(&cell, 1), 500 * MS);
+        assert_eq!(r.cost(&cell, 3), 1500 * MS);
+        assert_eq!(r.next(&cell, 0, 3).map(|(_, w)| w), Some(1500 * MS));
         assert_eq!(r.next(&cell, 0, 15), None, "more than count + burst");
         assert_eq!(r.next(&Cell::new(0), 0, 1), None);
     }
@@ -199,9 +211,9 @@ mod tests {
         let r = RateLimiter::new(1, 1000, 0);
         let mut cell = Cell::new(10);
         admit(&r, &mut cell, 0);
-        assert_eq!(admit(&r, &mut cell, 0), Some(100));
+        assert_eq!(admit(&r, &mut cell, 0), Some(100 * MS));
         r.refund(&mut cell, 1);
-        assert_eq!(admit(&r, &mut cell, 0), Some(100));
+        assert_eq!(admit(&r, &mut cell, 0), Some(100 * MS));
     }
 
     #[test]
@@ -211,15 +223,32 @@ mod tests {
         admit(&r, &mut cell, 0);
         assert!(r.settled(&Cell::new(5), 0));
         assert!(
-            !r.settled(&cell, 999),
+            !r.settled(&cell, 1000 * MS - 1),
             "a request for 5 permits would still wait"
         );
-        assert!(r.settled(&cell, 1000));
+        assert!(r.settled(&cell, 1000 * MS));
         for acquire in 1..=5 {
             assert_eq!(
-                r.next(&cell, 1000, acquire),
-                r.next(&Cell::new(5), 1000, acquire)
+                r.next(&cell, 1000 * MS, acquire),
+                r.next(&Cell::new(5), 1000 * MS, acquire)
             );
         }
+    }
+
+    #[test]
+    fn the_cost_is_exact_above_a_thousand_a_second() {
+        // Sentinel's whole milliseconds made 5000 a second cost 0 (no pacing) and 1500 cost 1 ms.
+        let cell = |count| Cell {
+            stamp: 0,
+            ..Cell::new(count)
+        };
+        let r = RateLimiter::new(1, 0, 0);
+        assert_eq!(r.cost(&cell(5000), 1), 200_000);
+        assert_eq!(r.cost(&cell(1500), 1), 666_667);
+        assert_eq!(r.cost(&cell(7), 1), 142_857_143);
+        assert_eq!(r.cost(&cell(3), 2), 666_666_667);
+        let huge = RateLimiter::new(u64::MAX, 0, 0);
+        assert_eq!(huge.cost(&cell(1), 1), u64::MAX, "saturates, never 0");
+        assert_eq!(r.cost(&Cell::new(0), 1), u64::MAX);
     }
 }

@@ -179,7 +179,7 @@ impl Slot for ParamFlowSlot {
         let Some(rules) = snapshot.rules_of(cx.resource) else {
             return Ok(());
         };
-        let (scope, now, acquire) = (cx.resource.id, cx.now_ms, cx.count);
+        let (scope, now, acquire) = (cx.resource.id, cx.now_nanos, cx.count);
         let mut units = Units::new(rules, args);
         let Some((state, value)) = units.next() else {
             return Ok(());
@@ -208,7 +208,7 @@ impl Slot for ParamFlowSlot {
             longest
         };
         if wait > 0 {
-            cx.add_wait(Duration::from_millis(wait));
+            cx.add_wait(Duration::from_nanos(wait));
         }
         if rules.iter().any(|s| s.is_thread()) {
             cx.param_generation = snapshot.generation;
