@@ -111,3 +111,6 @@ pub use system::{
 
 #[doc(hidden)]
 pub use inventory;
+/// For the adapter crates' maps keyed by what clients send (see `keyed_hash.rs`).
+#[doc(hidden)]
+pub use keyed_hash::{KeyedMap, keyed_map};

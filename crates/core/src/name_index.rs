@@ -1,16 +1,16 @@
 //! A concurrent name → index map tuned for reads: sharded, copy-on-write, lock-free to look up.
 //!
-//! A lookup picks a shard by the name's Fx hash, loads that shard's map through `arc-swap` (no shared
-//! write on the read path) and probes it. The maps hash under random keys: names and origins may come
-//! from clients, and names made to collide under Fx can at worst crowd one shard, not one bucket (see
-//! [`keyed_hash`](crate::keyed_hash)). Inserts copy one shard under the engine's creation lock; with 16 shards, building
+//! A lookup picks a shard by the name's hash, loads that shard's map through `arc-swap` (no shared
+//! write on the read path) and probes it. Both hash under random keys (see
+//! [`keyed_hash`](crate::keyed_hash)): names and origins may come from clients, who could otherwise
+//! pick names that crowd one shard (each insert copies its shard) or one bucket. Inserts copy one shard under the engine's creation lock; with 16 shards, building
 //! 10,000 names copies about 3 million entries in all, once.
 
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
-use rustc_hash::FxBuildHasher;
+use foldhash::fast::SeedableRandomState;
 
 use crate::keyed_hash::{KeyedMap, keyed_state};
 
@@ -23,6 +23,8 @@ type Shard = ArcSwap<KeyedMap<Arc<str>, u32>>;
 #[derive(Debug)]
 pub(crate) struct NameIndex {
     shards: Box<[Shard]>,
+    /// Picks a name's shard.
+    shard_keys: SeedableRandomState,
 }
 
 impl Default for NameIndex {
@@ -31,13 +33,14 @@ impl Default for NameIndex {
             shards: (0..SHARDS)
                 .map(|_| ArcSwap::from_pointee(KeyedMap::with_hasher(keyed_state())))
                 .collect(),
+            shard_keys: keyed_state(),
         }
     }
 }
 
 impl NameIndex {
     fn shard_of(&self, name: &str) -> usize {
-        (FxBuildHasher.hash_one(name) >> 59) as usize % SHARDS
+        (self.shard_keys.hash_one(name) >> 60) as usize % SHARDS
     }
 
     #[inline]
@@ -66,6 +69,23 @@ mod tests {
         }
         assert_eq!(index.get("res-123"), Some(123));
         assert_eq!(index.get("nope"), None);
+    }
+
+    #[test]
+    fn clients_cannot_pick_names_into_one_shard() {
+        use rustc_hash::FxBuildHasher;
+        // Names an unseeded hash would put in shard 0: under the index's keys they spread.
+        let index = NameIndex::default();
+        let crowded: Vec<String> = (0..)
+            .map(|i| format!("o{i}"))
+            .filter(|n| FxBuildHasher.hash_one(n.as_str()) >> 59 == 0)
+            .take(1000)
+            .collect();
+        for (i, name) in crowded.iter().enumerate() {
+            index.insert_locked(name.as_str().into(), i as u32);
+        }
+        let largest = index.shards.iter().map(|s| s.load().len()).max().unwrap();
+        assert!(largest < 200, "{largest} of 1000 names in one shard");
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Authority rules end to end: white and black lists by origin with Sentinel's scenarios, exact token
-//! matching, the first rule of a resource, regex rules, reloads and every validation error.
+//! matching, one rule per resource, regex rules, reloads and every validation error.
 
 use std::time::Duration;
 
@@ -113,19 +113,32 @@ fn tokens_are_compared_exactly_spaces_included() {
 }
 
 #[test]
-fn only_the_first_rule_of_a_resource_applies() {
+fn a_resource_takes_one_rule() {
     let (_clock, fg) = engine();
+    load(&fg, r#"[{"resource":"R","limitApp":"bot","strategy":1}]"#);
+    // Sentinel kept the first rule and ignored the second: `evil` passed with `success` (RM-01).
+    let two = r#"[{"resource":"R","limitApp":"appA"},{"resource":"S","limitApp":"appB","strategy":1},{"resource":"R","limitApp":"evil","strategy":1}]"#;
+    let err = fg
+        .load_rules_json(RuleType::Authority, two)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "rule 2: `resource` already has an authority rule (rule 0); a resource takes one"
+    );
+    assert!(!passes(&fg, "R", "bot"), "the rules in force stay");
+    assert_eq!(fg.authority_rules().len(), 1);
+    // The same rule twice is one rule; a regex rule with the same text is another resource.
     load(
         &fg,
-        r#"[{"resource":"R","limitApp":"appA"},{"resource":"R","limitApp":"appA","strategy":1},{"resource":"S","limitApp":"appB","strategy":1}]"#,
+        r#"[{"resource":"R","limitApp":"bot","strategy":1},{"resource":"R","limitApp":"bot","strategy":1},{"resource":"R","limitApp":"appA","regex":true}]"#,
     );
+    assert!(!passes(&fg, "R", "bot"));
     assert!(
-        passes(&fg, "R", "appA"),
-        "the black list after it is ignored"
+        !passes(&fg, "R", "appB"),
+        "the regex white list applies too"
     );
-    assert!(!passes(&fg, "R", "appB"));
-    assert!(!passes(&fg, "S", "appB"));
-    assert_eq!(fg.authority_rules().len(), 3, "the list is kept as loaded");
+    assert!(passes(&fg, "R", "appA"));
 }
 
 #[test]

@@ -1,8 +1,9 @@
 //! The authority rules in force: an immutable snapshot behind an atomic pointer, rebuilt on load.
 //!
-//! A load validates the whole list first (any invalid rule rejects it and changes nothing). The snapshot
-//! keeps, per resource name, the **first** rule naming it (Sentinel ignores later ones), and per regular
-//! expression the first rule with that expression. An entry must pass the exact rule of its resource and
+//! A load validates the whole list first (any invalid rule rejects it and changes nothing). A resource
+//! (or a regular expression) takes one rule: a list with two different rules for it is refused, naming
+//! the second (Sentinel kept the first and ignored the rest with only a log line, so a black list
+//! pushed after a white one did nothing: RM-01); the same rule twice is one rule. An entry must pass the exact rule of its resource and
 //! every regex rule whose expression matches the whole resource name; which rules apply to a resource is
 //! worked out on its first entry and kept in the snapshot by resource id.
 
@@ -77,8 +78,19 @@ impl AuthorityRules {
 
     /// Validates `rules` and puts them in force; on error nothing changes.
     pub(crate) fn load(&self, rules: Vec<AuthorityRule>) -> Result<(), RuleError> {
+        let mut first: FxHashMap<(bool, &str), usize> = FxHashMap::default();
         for (index, rule) in rules.iter().enumerate() {
             rule.validate(index)?;
+            let earlier = *first
+                .entry((rule.regex, rule.resource.as_str()))
+                .or_insert(index);
+            if rules[earlier] != *rule {
+                return Err(RuleError::invalid(
+                    index,
+                    "resource",
+                    format!("already has an authority rule (rule {earlier}); a resource takes one"),
+                ));
+            }
         }
         let mut exact: FxHashMap<Box<str>, Arc<AuthorityRule>> = FxHashMap::default();
         let mut regex: Vec<(Regex, Arc<AuthorityRule>)> = Vec::new();

@@ -29,8 +29,8 @@ impl AuthorityStrategy {
     }
 }
 
-/// An authority rule (Sentinel's `AuthorityRule`). Only the first rule of a resource applies; later rules
-/// for the same resource are kept in the list but ignored.
+/// An authority rule (Sentinel's `AuthorityRule`). A resource takes one: a list with two different rules
+/// for one resource is refused.
 ///
 /// ```
 /// use floodgate_core::{AuthorityRule, AuthorityStrategy};

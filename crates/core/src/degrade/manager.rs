@@ -16,12 +16,11 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rustc_hash::FxHashMap;
-
 use super::breaker::Breaker;
 use super::observer::{BreakerStatus, Observers};
 use super::rule::DegradeRule;
 use crate::engine::Resource;
+use crate::keyed_hash::{KeyedMap, keyed_map};
 use crate::rules::{Published, ResourceTable, RuleError, RuleIndex, carry_over};
 
 /// The breakers of one rule.
@@ -30,7 +29,8 @@ enum Binding {
     /// A rule on one resource name.
     Fixed(Arc<Breaker>),
     /// A regex or default rule: a breaker per matching resource, by name.
-    PerResource(Mutex<FxHashMap<Arc<str>, Arc<Breaker>>>),
+    /// Keyed by resource names, which may come from requests.
+    PerResource(Mutex<KeyedMap<Arc<str>, Arc<Breaker>>>),
 }
 
 /// A rule in force and its breakers.
@@ -44,7 +44,7 @@ impl RuleState {
     fn new(rule: DegradeRule, observers: &Arc<Observers>) -> Self {
         let rule = Arc::new(rule);
         let binding = if rule.regex || rule.is_default() {
-            Binding::PerResource(Mutex::default())
+            Binding::PerResource(Mutex::new(keyed_map()))
         } else {
             Binding::Fixed(Arc::new(Breaker::new(
                 rule.clone(),
@@ -242,5 +242,28 @@ impl DegradeRules {
         self.own_in_force.store(own, Ordering::Release);
         self.defaults_in_force.store(any_default, Ordering::Release);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::hash::BuildHasher;
+
+    use super::*;
+
+    #[test]
+    fn resource_names_made_to_collide_under_fx_hash_apart() {
+        let observers = Arc::new(Observers::default());
+        let state = RuleState::new(DegradeRule::error_count("*", 5.0), &observers);
+        let [a, b] = crate::keyed_hash::FX_COLLISION;
+        for name in [a, b] {
+            state.breaker_for(&Arc::from(name), &observers);
+        }
+        let Binding::PerResource(map) = &state.binding else {
+            panic!("a default rule keeps a breaker per resource");
+        };
+        let map = map.lock().unwrap();
+        assert_eq!(map.len(), 2);
+        assert_ne!(map.hasher().hash_one(a), map.hasher().hash_one(b));
     }
 }

@@ -45,12 +45,16 @@ impl ClusterNode {
         self.origins.store(Some(Arc::new(next)));
     }
 
-    /// Every `(origin, index)` pair.
+    /// Every `(origin, index)` pair, in the order the origins were first seen (the map's own order
+    /// depends on its random keys).
     pub(crate) fn origins(&self) -> Vec<(Arc<str>, u32)> {
-        self.origins
+        let mut origins: Vec<(Arc<str>, u32)> = self
+            .origins
             .load()
             .as_ref()
             .map(|m| m.iter().map(|(k, v)| (k.clone(), *v)).collect())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        origins.sort_unstable_by_key(|&(_, index)| index);
+        origins
     }
 }
