@@ -770,22 +770,27 @@ fn an_unchanged_rule_keeps_its_buckets_across_a_reload() {
 }
 
 #[test]
-fn cluster_rules_fall_back_to_local_only_when_asked() {
+fn cluster_rules_are_checked_locally_unless_told_not_to() {
+    // No token server: Sentinel's default (`false`) passed every call of a cluster parameter rule
+    // (CC-03); here the default is the local check, and only an explicit `false` passes.
     let (_clock, fg) = engine();
     load(
         &fg,
         r#"[{"resource":"R","paramIdx":0,"count":0,"clusterMode":true,"clusterConfig":{"flowId":1}},
             {"resource":"L","paramIdx":0,"count":0,"clusterMode":true,
-             "clusterConfig":{"flowId":2,"fallbackToLocalWhenFail":true}}]"#,
+             "clusterConfig":{"flowId":2,"fallbackToLocalWhenFail":false}}]"#,
     );
     assert!(
-        fg.entry("R").args(["v"]).enter().is_ok(),
-        "no token server: passes"
+        fg.entry("R").args(["v"]).enter().is_err(),
+        "the default falls back to the local check"
     );
     assert!(
-        fg.entry("L").args(["v"]).enter().is_err(),
-        "falls back to the local check"
+        fg.entry("L").args(["v"]).enter().is_ok(),
+        "told not to fall back: passes"
     );
+    let rules = fg.param_flow_rules();
+    let config = rules[0].cluster_config.as_ref().unwrap();
+    assert!(config.fallback_to_local_when_fail);
 }
 
 #[test]

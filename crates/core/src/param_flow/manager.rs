@@ -101,7 +101,7 @@ impl ParamRuleState {
             && !rule
                 .cluster_config
                 .as_ref()
-                .is_some_and(|c| c.fallback_to_local_when_fail));
+                .is_none_or(|c| c.fallback_to_local_when_fail));
         ParamRuleState {
             rule: Arc::new(rule),
             controller,

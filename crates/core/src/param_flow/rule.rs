@@ -135,15 +135,16 @@ fn parse_float(text: &str) -> Option<f64> {
 }
 
 /// Cluster settings of a hot-parameter rule (Sentinel's `ParamFlowClusterConfig`). Floodgate has no token
-/// server yet, so a cluster QPS rule is checked locally when `fallbackToLocalWhenFail` holds and passes
-/// otherwise, exactly as Sentinel does when no token service is available.
+/// server yet, so a cluster QPS rule is checked locally when `fallbackToLocalWhenFail` holds (the
+/// default, as for flow rules; Sentinel's default for parameter rules is `false`, which passes every
+/// call while the token service is away: CC-03) and passes only when it is set to `false`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParamFlowClusterConfig {
     /// Globally unique flow id (> 0).
     pub flow_id: i64,
     /// 0 average-local (threshold × clients), 1 global.
     pub threshold_type: i32,
-    /// Check locally when the token server cannot answer (default **false** for parameter rules).
+    /// Check locally when the token server cannot answer (default `true`; Sentinel's is `false`).
     pub fallback_to_local_when_fail: bool,
     /// Token server window sample count (default 10).
     pub sample_count: i32,
@@ -156,7 +157,7 @@ impl Default for ParamFlowClusterConfig {
         ParamFlowClusterConfig {
             flow_id: 0,
             threshold_type: 0,
-            fallback_to_local_when_fail: false,
+            fallback_to_local_when_fail: true,
             sample_count: 10,
             window_interval_ms: 1000,
         }
