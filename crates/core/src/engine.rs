@@ -175,6 +175,8 @@ pub(crate) struct Inner {
     enabled: AtomicBool,
     resource_cap_hits: AtomicU64,
     context_cap_hits: AtomicU64,
+    /// Whether a resource some rule names was refused at twice the cap (warned once).
+    ruled_cap_warned: AtomicBool,
 }
 
 impl fmt::Debug for Inner {
@@ -245,9 +247,32 @@ impl Inner {
         self.push_resource_locked(name)
     }
 
-    /// Whether `name`, new, is past the resource cap: the cap is reached and no rule needs it.
+    /// Whether `name`, new, is past the resource cap: the cap is reached and no rule needs it. A name
+    /// only regular expressions of rules match counts as needed up to twice the cap: such a rule can
+    /// name any number of resources (say one per raw URL path), and past that they take the over-cap
+    /// path too, with a warning, rather than grow without bound (MEM-03). Names rules spell out are
+    /// as many as the rules.
     fn over_cap(&self, name: &str) -> bool {
-        self.resources.len() >= self.config.max_resources && !self.names_in_rules(name)
+        let len = self.resources.len();
+        if len < self.config.max_resources {
+            return false;
+        }
+        let ruled = self.names_in_rules(name);
+        if ruled
+            && len >= self.config.max_resources.saturating_mul(2)
+            && !self.names_exactly_in_rules(name)
+        {
+            if !self.ruled_cap_warned.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    resource = name,
+                    resources = len,
+                    "twice the resource cap reached: new resources that rules name (by a regular \
+                     expression, usually) are no longer created, and their rules do not apply to them"
+                );
+            }
+            return true;
+        }
+        !ruled
     }
 
     /// The resource of an entry on a new name past the cap: none, or [`OVER_CAP_RESOURCE`] while rules
@@ -296,8 +321,21 @@ impl Inner {
         self.resources.get(id)
     }
 
-    /// Whether any rule names `resource`, or a RELATE rule reads it (such a resource is created even
-    /// past the resource cap: a RELATE rule needs its reference counted).
+    /// Whether a rule names exactly `resource` (not by a regular expression), a RELATE rule reads it
+    /// (its reference must be counted), or a custom slot has a rule for it. There are only as many such
+    /// names as rules.
+    fn names_exactly_in_rules(&self, resource: &str) -> bool {
+        let flow = self.flow.snapshot();
+        flow.names_exactly(resource)
+            || flow.references(resource, crate::flow::FlowStrategy::Relate)
+            || self.degrade.snapshot().names_exactly(resource)
+            || self.authority.snapshot().names_exactly(resource)
+            || self.param_flow.snapshot().names_exactly(resource)
+            || self.chain.has_rules(resource)
+    }
+
+    /// Whether any rule names `resource` (exactly or by a regular expression), or a RELATE rule reads
+    /// it (such a resource is created past the resource cap: see [`over_cap`](Self::over_cap)).
     fn names_in_rules(&self, resource: &str) -> bool {
         let flow = self.flow.snapshot();
         flow.has_rules(resource)
@@ -1255,7 +1293,9 @@ impl FloodgateBuilder {
 
     /// How many resources get statistics (default 6000). Past it, entries on new resources without rules
     /// pass uncounted, unless system or default (`"*"`) degrade rules are in force: then they share
-    /// [`OVER_CAP_RESOURCE`]. Resources with rules are always created and checked.
+    /// [`OVER_CAP_RESOURCE`]. Resources with rules are still created and checked, up to twice the cap (a
+    /// regular expression can name any number of resources); past that they are treated like the others,
+    /// with a warning.
     pub fn max_resources(mut self, max: usize) -> Self {
         self.config.max_resources = max;
         self
@@ -1415,6 +1455,7 @@ impl FloodgateBuilder {
             enabled: AtomicBool::new(true),
             resource_cap_hits: AtomicU64::new(0),
             context_cap_hits: AtomicU64::new(0),
+            ruled_cap_warned: AtomicBool::new(false),
         });
         {
             let _guard = inner.lock();

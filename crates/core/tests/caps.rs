@@ -50,6 +50,31 @@ fn past_the_resource_cap_rule_less_resources_pass_uncounted_and_ruled_ones_are_c
 }
 
 #[test]
+fn a_regex_rule_cannot_grow_resources_past_twice_the_cap() {
+    use floodgate_core::RuleType;
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(T0))
+        .max_resources(100)
+        .build();
+    fg.load_rules_json(
+        RuleType::Flow,
+        r#"[{"resource":"GET:/files/.*","regex":true,"count":1000000},{"resource":"exact","count":0}]"#,
+    )
+    .unwrap();
+    for i in 0..5_000 {
+        drop(fg.entry(&format!("GET:/files/{i}")).enter());
+    }
+    assert_eq!(fg.stats().resources, 200, "twice the cap, not 5000");
+    assert!(fg.stats().resource_cap_hits >= 4_800);
+    assert!(fg.cluster_node("GET:/files/150").is_some());
+    assert!(fg.cluster_node("GET:/files/4000").is_none());
+    // Rule-named resources made before are still checked, and a name a rule spells out is still made.
+    assert!(fg.entry("GET:/files/150").enter().is_ok());
+    assert!(fg.entry("exact").enter().is_err());
+    assert_eq!(fg.stats().resources, 201);
+}
+
+#[test]
 fn past_the_context_cap_entries_run_in_the_default_context_and_are_still_checked() {
     let fg = Floodgate::builder()
         .clock(ManualClock::new(T0))

@@ -191,6 +191,11 @@ impl FlowSnapshot {
         self.index.has_rules(resource)
     }
 
+    /// Whether some rule names exactly `resource` (not by a regular expression).
+    pub(crate) fn names_exactly(&self, resource: &str) -> bool {
+        self.index.names_exactly(resource)
+    }
+
     /// Whether some rule of `strategy` names `name` as its `refResource` (a RELATE rule's resource, a
     /// CHAIN rule's context). A scan: for the engine's creation paths past its caps only.
     pub(crate) fn references(&self, name: &str, strategy: FlowStrategy) -> bool {

@@ -322,6 +322,11 @@ impl ParamSnapshot {
         self.index.has_rules(resource)
     }
 
+    /// Whether some rule names exactly `resource` (not by a regular expression).
+    pub(crate) fn names_exactly(&self, resource: &str) -> bool {
+        self.index.names_exactly(resource)
+    }
+
     /// The rules in load order.
     pub(crate) fn rules(&self) -> impl Iterator<Item = &ParamFlowRule> {
         self.in_order.iter().map(|s| &*s.rule)

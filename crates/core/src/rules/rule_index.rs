@@ -68,6 +68,11 @@ impl<S> RuleIndex<S> {
         self.exact.contains_key(name) || self.regex.iter().any(|(re, _)| re.is_match(name))
     }
 
+    /// Whether some rule names exactly `name` (not by a regular expression).
+    pub(crate) fn names_exactly(&self, name: &str) -> bool {
+        self.exact.contains_key(name)
+    }
+
     /// Whether no rule is indexed.
     pub(crate) fn is_empty(&self) -> bool {
         self.exact.is_empty() && self.regex.is_empty()
