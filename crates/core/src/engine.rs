@@ -257,10 +257,10 @@ impl Inner {
         if len < self.config.max_resources {
             return false;
         }
-        let ruled = self.names_in_rules(name);
+        let ruled = self.names_in_rules(name, true);
         if ruled
             && len >= self.config.max_resources.saturating_mul(2)
-            && !self.names_exactly_in_rules(name)
+            && !self.names_in_rules(name, false)
         {
             if !self.ruled_cap_warned.swap(true, Ordering::Relaxed) {
                 tracing::warn!(
@@ -321,28 +321,16 @@ impl Inner {
         self.resources.get(id)
     }
 
-    /// Whether a rule names exactly `resource` (not by a regular expression), a RELATE rule reads it
-    /// (its reference must be counted), or a custom slot has a rule for it. There are only as many such
-    /// names as rules.
-    fn names_exactly_in_rules(&self, resource: &str) -> bool {
+    /// Whether a rule names `resource` exactly or (`by_regex`) by a regular expression, a RELATE rule
+    /// reads it (its reference must be counted), or a custom slot has a rule for it. Names spelled out
+    /// are only as many as the rules; see [`over_cap`](Self::over_cap) for the others.
+    fn names_in_rules(&self, resource: &str, by_regex: bool) -> bool {
         let flow = self.flow.snapshot();
-        flow.names_exactly(resource)
+        flow.names(resource, by_regex)
             || flow.references(resource, crate::flow::FlowStrategy::Relate)
-            || self.degrade.snapshot().names_exactly(resource)
-            || self.authority.snapshot().names_exactly(resource)
-            || self.param_flow.snapshot().names_exactly(resource)
-            || self.chain.has_rules(resource)
-    }
-
-    /// Whether any rule names `resource` (exactly or by a regular expression), or a RELATE rule reads
-    /// it (such a resource is created past the resource cap: see [`over_cap`](Self::over_cap)).
-    fn names_in_rules(&self, resource: &str) -> bool {
-        let flow = self.flow.snapshot();
-        flow.has_rules(resource)
-            || flow.references(resource, crate::flow::FlowStrategy::Relate)
-            || self.degrade.snapshot().has_rules(resource)
-            || self.authority.snapshot().has_rules(resource)
-            || self.param_flow.snapshot().has_rules(resource)
+            || self.degrade.snapshot().names(resource, by_regex)
+            || self.authority.snapshot().names(resource, by_regex)
+            || self.param_flow.snapshot().names(resource, by_regex)
             || self.chain.has_rules(resource)
     }
 

@@ -148,9 +148,9 @@ impl DegradeSnapshot {
         self.index.has_rules(resource)
     }
 
-    /// Whether some rule names exactly `resource` (not by a regular expression).
-    pub(crate) fn names_exactly(&self, resource: &str) -> bool {
-        self.index.names_exactly(resource)
+    /// Whether some rule names `resource` exactly, or (`by_regex`) by a regular expression.
+    pub(crate) fn names(&self, resource: &str, by_regex: bool) -> bool {
+        self.index.names(resource, by_regex)
     }
 
     /// The rules in load order.
