@@ -175,8 +175,6 @@ pub(crate) struct Inner {
     enabled: AtomicBool,
     resource_cap_hits: AtomicU64,
     context_cap_hits: AtomicU64,
-    /// Whether a resource some rule names was refused at twice the cap (warned once).
-    ruled_cap_warned: AtomicBool,
 }
 
 impl fmt::Debug for Inner {
@@ -247,32 +245,9 @@ impl Inner {
         self.push_resource_locked(name)
     }
 
-    /// Whether `name`, new, is past the resource cap: the cap is reached and no rule needs it. A name
-    /// only regular expressions of rules match counts as needed up to twice the cap: such a rule can
-    /// name any number of resources (say one per raw URL path), and past that they take the over-cap
-    /// path too, with a warning, rather than grow without bound (MEM-03). Names rules spell out are
-    /// as many as the rules.
+    /// Whether `name`, new, is past the resource cap: the cap is reached and no rule needs it.
     fn over_cap(&self, name: &str) -> bool {
-        let len = self.resources.len();
-        if len < self.config.max_resources {
-            return false;
-        }
-        let ruled = self.names_in_rules(name, true);
-        if ruled
-            && len >= self.config.max_resources.saturating_mul(2)
-            && !self.names_in_rules(name, false)
-        {
-            if !self.ruled_cap_warned.swap(true, Ordering::Relaxed) {
-                tracing::warn!(
-                    resource = name,
-                    resources = len,
-                    "twice the resource cap reached: new resources that rules name (by a regular \
-                     expression, usually) are no longer created, and their rules do not apply to them"
-                );
-            }
-            return true;
-        }
-        !ruled
+        self.resources.len() >= self.config.max_resources && !self.names_in_rules(name)
     }
 
     /// The resource of an entry on a new name past the cap: none, or [`OVER_CAP_RESOURCE`] while rules
@@ -321,16 +296,15 @@ impl Inner {
         self.resources.get(id)
     }
 
-    /// Whether a rule names `resource` exactly or (`by_regex`) by a regular expression, a RELATE rule
-    /// reads it (its reference must be counted), or a custom slot has a rule for it. Names spelled out
-    /// are only as many as the rules; see [`over_cap`](Self::over_cap) for the others.
-    fn names_in_rules(&self, resource: &str, by_regex: bool) -> bool {
+    /// Whether any rule names `resource`, or a RELATE rule reads it (such a resource is created even
+    /// past the resource cap: a RELATE rule needs its reference counted).
+    fn names_in_rules(&self, resource: &str) -> bool {
         let flow = self.flow.snapshot();
-        flow.names(resource, by_regex)
+        flow.has_rules(resource)
             || flow.references(resource, crate::flow::FlowStrategy::Relate)
-            || self.degrade.snapshot().names(resource, by_regex)
-            || self.authority.snapshot().names(resource, by_regex)
-            || self.param_flow.snapshot().names(resource, by_regex)
+            || self.degrade.snapshot().has_rules(resource)
+            || self.authority.snapshot().has_rules(resource)
+            || self.param_flow.snapshot().has_rules(resource)
             || self.chain.has_rules(resource)
     }
 
@@ -1281,9 +1255,7 @@ impl FloodgateBuilder {
 
     /// How many resources get statistics (default 6000). Past it, entries on new resources without rules
     /// pass uncounted, unless system or default (`"*"`) degrade rules are in force: then they share
-    /// [`OVER_CAP_RESOURCE`]. Resources with rules are still created and checked, up to twice the cap (a
-    /// regular expression can name any number of resources); past that they are treated like the others,
-    /// with a warning.
+    /// [`OVER_CAP_RESOURCE`]. Resources with rules are always created and checked.
     pub fn max_resources(mut self, max: usize) -> Self {
         self.config.max_resources = max;
         self
@@ -1443,7 +1415,6 @@ impl FloodgateBuilder {
             enabled: AtomicBool::new(true),
             resource_cap_hits: AtomicU64::new(0),
             context_cap_hits: AtomicU64::new(0),
-            ruled_cap_warned: AtomicBool::new(false),
         });
         {
             let _guard = inner.lock();

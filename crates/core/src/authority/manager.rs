@@ -45,10 +45,9 @@ impl AuthoritySnapshot {
         applicable(self.exact.get(resource).cloned(), &self.regex, resource).into_boxed_slice()
     }
 
-    /// Whether some rule names `resource` exactly, or (`by_regex`) by a regular expression.
-    pub(crate) fn names(&self, resource: &str, by_regex: bool) -> bool {
-        self.exact.contains_key(resource)
-            || by_regex && self.regex.iter().any(|(re, _)| re.is_match(resource))
+    /// Whether some rule names `resource` (exactly or by regex).
+    pub(crate) fn has_rules(&self, resource: &str) -> bool {
+        self.exact.contains_key(resource) || self.regex.iter().any(|(re, _)| re.is_match(resource))
     }
 
     /// The rules in load order (ignored duplicates included).

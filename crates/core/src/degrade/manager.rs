@@ -148,11 +148,6 @@ impl DegradeSnapshot {
         self.index.has_rules(resource)
     }
 
-    /// Whether some rule names `resource` exactly, or (`by_regex`) by a regular expression.
-    pub(crate) fn names(&self, resource: &str, by_regex: bool) -> bool {
-        self.index.names(resource, by_regex)
-    }
-
     /// The rules in load order.
     pub(crate) fn rules(&self) -> impl Iterator<Item = &DegradeRule> {
         self.in_order.iter().map(|s| &*s.rule)

@@ -186,9 +186,9 @@ impl FlowSnapshot {
         (!rules.is_empty()).then(|| ResourceRules::new(rules))
     }
 
-    /// Whether some rule names `resource` exactly, or (`by_regex`) by a regular expression.
-    pub(crate) fn names(&self, resource: &str, by_regex: bool) -> bool {
-        self.index.names(resource, by_regex)
+    /// Whether some rule names `resource` (exactly or by regex).
+    pub(crate) fn has_rules(&self, resource: &str) -> bool {
+        self.index.has_rules(resource)
     }
 
     /// Whether some rule of `strategy` names `name` as its `refResource` (a RELATE rule's resource, a

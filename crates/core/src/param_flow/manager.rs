@@ -317,9 +317,9 @@ impl ParamSnapshot {
         (!rules.is_empty()).then_some(rules)
     }
 
-    /// Whether some rule names `resource` exactly, or (`by_regex`) by a regular expression.
-    pub(crate) fn names(&self, resource: &str, by_regex: bool) -> bool {
-        self.index.names(resource, by_regex)
+    /// Whether some rule names `resource` (exactly or by regex).
+    pub(crate) fn has_rules(&self, resource: &str) -> bool {
+        self.index.has_rules(resource)
     }
 
     /// The rules in load order.

@@ -65,13 +65,7 @@ impl<S> RuleIndex<S> {
 
     /// Whether some rule names `name`, exactly or by regex.
     pub(crate) fn has_rules(&self, name: &str) -> bool {
-        self.names(name, true)
-    }
-
-    /// Whether some rule names `name` exactly, or (`by_regex`) by a regular expression.
-    pub(crate) fn names(&self, name: &str, by_regex: bool) -> bool {
-        self.exact.contains_key(name)
-            || by_regex && self.regex.iter().any(|(re, _)| re.is_match(name))
+        self.exact.contains_key(name) || self.regex.iter().any(|(re, _)| re.is_match(name))
     }
 
     /// Whether no rule is indexed.
