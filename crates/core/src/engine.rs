@@ -736,8 +736,7 @@ impl Floodgate {
     }
 
     /// How many rules of `rule_type` are loaded (without copying them): the length of
-    /// [`rules_json`](Self::rules_json)'s list, so authority rules count the duplicates that are
-    /// ignored (the first rule of a resource applies, as in Sentinel).
+    /// [`rules_json`](Self::rules_json)'s list (an authority rule loaded twice counts twice).
     pub fn rule_count(&self, rule_type: RuleType) -> usize {
         match rule_type {
             RuleType::Flow => self.inner.flow.snapshot().rules().count(),
@@ -749,7 +748,7 @@ impl Floodgate {
     }
 
     /// The rules in force of type `rule_type`, as Sentinel JSON. Authority and system rules are returned
-    /// as loaded: ignored duplicate authority rules included, and the system rules as a list rather than
+    /// as loaded: repeated authority rules included, and the system rules as a list rather than
     /// Sentinel's one synthesized rule per dimension (the merged thresholds are in
     /// [`system_status`](Self::system_status)).
     pub fn rules_json(&self, rule_type: RuleType) -> String {
@@ -864,7 +863,8 @@ impl Floodgate {
     }
 
     /// Loads a whole list of authority rules (validated as [`load_rules_json`](Self::load_rules_json)
-    /// does). Only the first rule of a resource applies; the others are kept in the list but ignored.
+    /// does). A resource takes one rule: a list with two different rules for one resource is refused
+    /// (Sentinel applied the first and ignored the others); the same rule twice is one rule.
     pub fn load_authority_rules(
         &self,
         rules: impl IntoIterator<Item = AuthorityRule>,
@@ -873,7 +873,7 @@ impl Floodgate {
         self.report_load(RuleType::Authority, result)
     }
 
-    /// The authority rules in force, in load order (ignored duplicates included).
+    /// The authority rules in force, in load order (repeated rules included).
     pub fn authority_rules(&self) -> Vec<AuthorityRule> {
         self.inner.authority.snapshot().rules().cloned().collect()
     }

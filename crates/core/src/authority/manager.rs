@@ -50,7 +50,7 @@ impl AuthoritySnapshot {
         self.exact.contains_key(resource) || self.regex.iter().any(|(re, _)| re.is_match(resource))
     }
 
-    /// The rules in load order (ignored duplicates included).
+    /// The rules in load order (repeated rules included).
     pub(crate) fn rules(&self) -> impl Iterator<Item = &AuthorityRule> {
         self.in_order.iter().map(|r| &**r)
     }

@@ -46,7 +46,7 @@ const SCAN: usize = 32;
 /// controller (see the controllers); `threshold` is the value's own (the rule's count or an item's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Cell {
-    /// A time in ms, or [`NEVER`] before the first admission.
+    /// A time (ms for token buckets, ns for pacing), or [`NEVER`] before the first admission.
     pub(crate) stamp: u64,
     /// Tokens left (token bucket) or calls in flight (concurrency).
     pub(crate) level: i64,

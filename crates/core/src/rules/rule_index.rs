@@ -1,8 +1,8 @@
 //! Which rules apply to a resource: the rules naming it, then every regex rule whose expression
 //! matches its whole name, in load order. Every rule kind resolves a resource this way, once per
 //! resource and snapshot; [`RuleIndex`] is the index the flow, hot-parameter and degrade snapshots
-//! build from their rules in load order (authority rules keep only the first rule per name, so they
-//! index themselves and use [`applicable`]).
+//! build from their rules in load order (authority rules, one per name, index themselves and use
+//! [`applicable`]).
 
 use std::sync::Arc;
 
