@@ -41,7 +41,17 @@ pub trait Clock: Send + Sync + fmt::Debug + 'static {
     fn sleeps(&self) -> bool {
         true
     }
+
+    /// How far a reading may lag the real time: a clock that moves in ticks reads the same for every
+    /// call within a tick (default zero: precise). Pacing with no queue admits the calls whose slots
+    /// fall within one tick of the reading, which it cannot tell apart from calls that are due.
+    fn resolution(&self) -> Duration {
+        Duration::ZERO
+    }
 }
+
+/// How often the [`CachedClock`]'s ticker reads the time.
+const TICK: Duration = Duration::from_millis(1);
 
 /// The epoch-anchored monotonic origin shared by the real clocks.
 #[derive(Debug, Clone, Copy)]
@@ -131,7 +141,7 @@ impl Ticker {
             .spawn(move || {
                 // Ends if a later process (a fork's child that started its own) took over.
                 while self.process.load(Ordering::Acquire) == pid {
-                    std::thread::sleep(Duration::from_millis(1));
+                    std::thread::sleep(TICK);
                     self.nanos.store(anchor.read(), Ordering::Relaxed);
                 }
             });
@@ -180,6 +190,10 @@ impl Clock for CachedClock {
 
     fn sleep(&self, duration: Duration) {
         std::thread::sleep(duration);
+    }
+
+    fn resolution(&self) -> Duration {
+        TICK
     }
 }
 

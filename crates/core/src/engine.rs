@@ -1381,6 +1381,7 @@ impl FloodgateBuilder {
                 (Arc::new(cached) as Arc<dyn Clock>, Some(cached))
             }
         };
+        let tick_ns = u64::try_from(clock.resolution().as_nanos()).unwrap_or(u64::MAX);
         let mut config = self.config;
         config.occupy_timeout_ms = config.occupy_timeout_ms.min(config.geometry.interval_ms);
         let system_probe = self
@@ -1401,7 +1402,7 @@ impl FloodgateBuilder {
             degrade: DegradeRules::default(),
             authority: AuthorityRules::default(),
             system: SystemRules::new(system_probe),
-            param_flow: ParamFlowRules::new(config.param_capacity),
+            param_flow: ParamFlowRules::new(config.param_capacity, tick_ns),
             inbound_name: Arc::from(TOTAL_INBOUND_TRAFFIC),
             resources: Arena::default(),
             resource_index: NameIndex::default(),

@@ -488,6 +488,42 @@ fn rate_limiter_paces_above_a_thousand_a_second() {
     }
 }
 
+/// A [`ManualClock`] that says it moves in 1 ms ticks, like the default `CachedClock`.
+#[derive(Debug, Clone)]
+struct TickClock(ManualClock);
+
+impl floodgate_core::Clock for TickClock {
+    fn now_nanos(&self) -> u64 {
+        self.0.now_nanos()
+    }
+    fn sleep(&self, duration: Duration) {
+        self.0.sleep(duration);
+    }
+    fn sleeps(&self) -> bool {
+        false
+    }
+    fn resolution(&self) -> Duration {
+        Duration::from_millis(1)
+    }
+}
+
+#[test]
+fn rate_limiter_without_a_queue_paces_above_a_thousand_a_second_on_a_millisecond_clock() {
+    // Every call within a tick reads the same time: strict pacing admitted one a tick (1000 a second).
+    let clock = ManualClock::new(T0);
+    let fg = Floodgate::builder().clock(TickClock(clock.clone())).build();
+    load(
+        &fg,
+        r#"[{"resource":"R","paramIdx":0,"count":5000,"controlBehavior":2}]"#,
+    );
+    let mut passed = 0;
+    for _ in 0..1000 {
+        passed += burst(&fg, &one("v"), 10);
+        advance(&clock, 1);
+    }
+    assert_eq!(passed, 5000);
+}
+
 #[test]
 fn rate_limiter_without_a_queue_paces_strictly() {
     let (clock, fg) = engine();

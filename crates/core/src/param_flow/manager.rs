@@ -73,6 +73,7 @@ impl ParamRuleState {
         rule: ParamFlowRule,
         items: Vec<(StoredValue, u32)>,
         capacity: Option<usize>,
+        tick_ns: u64,
         generation: u64,
     ) -> Self {
         let threshold = rule.count as i64;
@@ -82,6 +83,7 @@ impl ParamRuleState {
                 rule.duration_in_sec,
                 rule.max_queueing_time_ms,
                 rule.burst_count,
+                tick_ns,
             )),
             (FlowGrade::Qps, _) => {
                 Controller::Bucket(TokenBucket::new(rule.burst_count, rule.duration_in_sec))
@@ -343,15 +345,18 @@ pub(crate) struct ParamFlowRules {
     load_lock: Mutex<()>,
     /// Values each rule remembers; `None`: Sentinel's `min(4000 · durationInSec, 200000)`.
     capacity: Option<usize>,
+    /// The engine clock's resolution in ns (see [`Clock::resolution`](crate::Clock::resolution)).
+    tick_ns: u64,
 }
 
 impl ParamFlowRules {
-    pub(crate) fn new(capacity: Option<usize>) -> Self {
+    pub(crate) fn new(capacity: Option<usize>, tick_ns: u64) -> Self {
         ParamFlowRules {
             snapshot: ArcSwap::default(),
             any: AtomicBool::new(false),
             load_lock: Mutex::new(()),
             capacity,
+            tick_ns,
         }
     }
 
@@ -387,7 +392,9 @@ impl ParamFlowRules {
             &old.in_order,
             parsed,
             |s, (r, _)| *s.rule == *r,
-            |(rule, items)| ParamRuleState::new(rule, items, self.capacity, generation),
+            |(rule, items)| {
+                ParamRuleState::new(rule, items, self.capacity, self.tick_ns, generation)
+            },
         );
         let index = RuleIndex::new(&in_order, |s| {
             Some((s.rule.resource.as_str(), s.rule.regex))
@@ -422,7 +429,7 @@ mod tests {
             .item(super::super::ParamFlowItem::int(42, 100))
             .item(super::super::ParamFlowItem::string("42", 7));
         let items = rule.validate(0).unwrap();
-        let state = ParamRuleState::new(rule, items, None, 0);
+        let state = ParamRuleState::new(rule, items, None, 0, 0);
         let threshold = |v: ParamValue<'_>| {
             let n = state.new_value(&v);
             (n.threshold, n.pinned)

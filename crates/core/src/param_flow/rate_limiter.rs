@@ -11,7 +11,12 @@
 //! * first request of the value: passes at once, `stamp = now`;
 //! * `stamp + cost ≤ now`: passes at once, `stamp = now`;
 //! * else it waits `stamp + cost − now` if that is *strictly* below `maxQueueingTimeMs` (so with the
-//!   default 0 nothing queues), and `stamp = stamp + cost`; otherwise it is blocked and nothing changes.
+//!   default 0 nothing queues), and `stamp = stamp + cost`;
+//! * else, if that wait is below the clock's resolution (a millisecond clock reads the same for every
+//!   call within its tick, so such a slot cannot be told from one that is due), it passes at once and
+//!   `stamp = stamp + cost` (without this, strict pacing on the default clock admitted one call a
+//!   millisecond: 1000 a second at most, Sentinel's cap again);
+//! * otherwise it is blocked and nothing changes.
 //!
 //! (Sentinel's `passThrottleLocalCheck`, which rounds the cost to whole milliseconds: a count of 5000
 //! a second cost 0 ms and paced nothing, 1500 cost 1 ms and admitted 1000 (FL-03). Here the cost is
@@ -32,14 +37,22 @@ pub(crate) struct RateLimiter {
     duration_in_sec: u64,
     max_queueing_ns: u64,
     burst: i64,
+    /// The clock's resolution in ns.
+    tick_ns: u64,
 }
 
 impl RateLimiter {
-    pub(crate) fn new(duration_in_sec: u64, max_queueing_ms: u32, burst: u32) -> Self {
+    pub(crate) fn new(
+        duration_in_sec: u64,
+        max_queueing_ms: u32,
+        burst: u32,
+        tick_ns: u64,
+    ) -> Self {
         RateLimiter {
             duration_in_sec,
             max_queueing_ns: u64::from(max_queueing_ms) * 1_000_000,
             burst: i64::from(burst),
+            tick_ns,
         }
     }
 
@@ -86,13 +99,17 @@ impl RateLimiter {
             ));
         }
         let wait = expected - now;
-        (wait < self.max_queueing_ns).then_some((
-            Cell {
-                stamp: expected,
-                ..*cell
-            },
-            wait,
-        ))
+        let next = Cell {
+            stamp: expected,
+            ..*cell
+        };
+        if wait < self.max_queueing_ns {
+            Some((next, wait))
+        } else if wait < self.tick_ns {
+            Some((next, 0))
+        } else {
+            None
+        }
     }
 
     /// Whether `times` requests for `acquire` permits, one after the other at `now`, would all be
@@ -105,7 +122,7 @@ impl RateLimiter {
         let last = first
             .stamp
             .saturating_add(self.cost(cell, acquire).saturating_mul(later));
-        last <= now || last - now < self.max_queueing_ns
+        last <= now || last - now < self.max_queueing_ns.max(self.tick_ns)
     }
 
     /// Gives back the slot of an admission that was then undone. (When the admission passed at once
@@ -139,13 +156,15 @@ mod tests {
 
     #[test]
     fn admitting_several_at_once_is_admitting_them_in_turn() {
-        for (queue, threshold, stamp) in [
-            (0, 10, NEVER),
-            (500, 10, NEVER),
-            (500, 10, 900 * MS),
-            (250, 3, 990 * MS),
+        for (queue, tick, threshold, stamp) in [
+            (0, 0, 10, NEVER),
+            (500, 0, 10, NEVER),
+            (500, 0, 10, 900 * MS),
+            (250, 0, 3, 990 * MS),
+            (0, MS, 5000, NEVER),
+            (0, MS, 5000, 1000 * MS - 1),
         ] {
-            let r = RateLimiter::new(1, queue, 0);
+            let r = RateLimiter::new(1, queue, 0, tick);
             let start = Cell {
                 stamp,
                 ..Cell::new(threshold)
@@ -156,7 +175,7 @@ mod tests {
                 assert_eq!(
                     r.admits(&start, 1000 * MS, 1, times),
                     in_turn,
-                    "queue {queue}, threshold {threshold}, stamp {stamp}, {times} times"
+                    "queue {queue}, tick {tick}, threshold {threshold}, stamp {stamp}, {times} times"
                 );
             }
         }
@@ -164,7 +183,7 @@ mod tests {
 
     #[test]
     fn strict_pacing_without_a_queue() {
-        let r = RateLimiter::new(1, 0, 0);
+        let r = RateLimiter::new(1, 0, 0, 0);
         let mut cell = Cell::new(5);
         assert_eq!(admit(&r, &mut cell, 1000 * MS), Some(0));
         assert_eq!(admit(&r, &mut cell, 1000 * MS), None);
@@ -174,7 +193,7 @@ mod tests {
 
     #[test]
     fn queueing_waits_strictly_below_the_limit() {
-        let r = RateLimiter::new(1, 500, 0);
+        let r = RateLimiter::new(1, 500, 0, 0);
         let mut cell = Cell::new(10);
         let waits: Vec<Option<u64>> = (0..7).map(|_| admit(&r, &mut cell, 0)).collect();
         assert_eq!(
@@ -194,7 +213,7 @@ mod tests {
 
     #[test]
     fn the_cost_scales_with_duration_and_acquire() {
-        let r = RateLimiter::new(2, 10_000, 10);
+        let r = RateLimiter::new(2, 10_000, 10, 0);
         let cell = Cell {
             stamp: 0,
             ..Cell::new(4)
@@ -208,7 +227,7 @@ mod tests {
 
     #[test]
     fn refunds_return_the_slot() {
-        let r = RateLimiter::new(1, 1000, 0);
+        let r = RateLimiter::new(1, 1000, 0, 0);
         let mut cell = Cell::new(10);
         admit(&r, &mut cell, 0);
         assert_eq!(admit(&r, &mut cell, 0), Some(100 * MS));
@@ -218,7 +237,7 @@ mod tests {
 
     #[test]
     fn settled_means_indistinguishable_from_new() {
-        let r = RateLimiter::new(1, 0, 0);
+        let r = RateLimiter::new(1, 0, 0, 0);
         let mut cell = Cell::new(5);
         admit(&r, &mut cell, 0);
         assert!(r.settled(&Cell::new(5), 0));
@@ -242,13 +261,32 @@ mod tests {
             stamp: 0,
             ..Cell::new(count)
         };
-        let r = RateLimiter::new(1, 0, 0);
+        let r = RateLimiter::new(1, 0, 0, 0);
         assert_eq!(r.cost(&cell(5000), 1), 200_000);
         assert_eq!(r.cost(&cell(1500), 1), 666_667);
         assert_eq!(r.cost(&cell(7), 1), 142_857_143);
         assert_eq!(r.cost(&cell(3), 2), 666_666_667);
-        let huge = RateLimiter::new(u64::MAX, 0, 0);
+        let huge = RateLimiter::new(u64::MAX, 0, 0, 0);
         assert_eq!(huge.cost(&cell(1), 1), u64::MAX, "saturates, never 0");
         assert_eq!(r.cost(&Cell::new(0), 1), u64::MAX);
+    }
+
+    #[test]
+    fn slots_within_the_clocks_tick_pass_without_a_queue() {
+        // 5000 a second on a millisecond clock: the calls of one tick read the same time.
+        let r = RateLimiter::new(1, 0, 0, MS);
+        let mut cell = Cell::new(5000);
+        let waits: Vec<Option<u64>> = (0..7).map(|_| admit(&r, &mut cell, 0)).collect();
+        assert_eq!(
+            waits,
+            [Some(0), Some(0), Some(0), Some(0), Some(0), None, None],
+            "slots at 0, 200, 400, 600 and 800 us; 1 ms is the next tick's"
+        );
+        assert_eq!(admit(&r, &mut cell, MS), Some(0));
+        // A precise clock keeps strict pacing.
+        let strict = RateLimiter::new(1, 0, 0, 0);
+        let mut cell = Cell::new(5000);
+        assert_eq!(admit(&strict, &mut cell, 0), Some(0));
+        assert_eq!(admit(&strict, &mut cell, 0), None);
     }
 }
