@@ -1398,7 +1398,7 @@ impl FloodgateBuilder {
             config,
             errors: self.errors,
             inbound: ClusterNode::new(config.geometry),
-            flow: FlowRules::new(config.cold_factor),
+            flow: FlowRules::new(config.cold_factor, tick_ns),
             degrade: DegradeRules::default(),
             authority: AuthorityRules::default(),
             system: SystemRules::new(system_probe),

@@ -8,6 +8,9 @@ use floodgate_core::{
     ManualClock, RuleType,
 };
 
+mod support;
+use support::TickClock;
+
 const T0: u64 = 1_700_000_000_000;
 
 fn engine() -> (ManualClock, Floodgate) {
@@ -853,4 +856,33 @@ fn a_fractional_warm_up_rule_paces_at_its_rate() {
         clock.advance(Duration::from_millis(100));
     }
     assert_eq!(passed, 30, "one every 2 s over 60 s");
+}
+
+#[test]
+fn strict_pacing_above_a_thousand_a_second_on_a_millisecond_clock() {
+    // Every request within a tick reads the same time: without a queue, one a tick passed (FL-03's
+    // cap of 1000 a second, on the default clock).
+    for behavior in [2, 3] {
+        let clock = ManualClock::new(T0);
+        let fg = Floodgate::builder().clock(TickClock(clock.clone())).build();
+        load(
+            &fg,
+            &format!(
+                r#"[{{"resource":"R","count":5000,"controlBehavior":{behavior},"maxQueueingTimeMs":0,"warmUpPeriodSec":1}}]"#
+            ),
+        );
+        // Warm-up pacing starts cold (a third of the rate); give it time to warm.
+        for _ in 0..3000 {
+            burst(&fg, "R", 10);
+            clock.advance(Duration::from_millis(1));
+        }
+        let passed: usize = (0..1000)
+            .map(|_| {
+                let n = burst(&fg, "R", 10);
+                clock.advance(Duration::from_millis(1));
+                n
+            })
+            .sum();
+        assert_eq!(passed, 5000, "controlBehavior {behavior}");
+    }
 }

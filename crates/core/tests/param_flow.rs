@@ -10,6 +10,9 @@ use floodgate_core::{
     ParamFlowRule, ParamKey, ParamValue, RuleError, RuleType,
 };
 
+mod support;
+use support::TickClock;
+
 const T0: u64 = 1_700_000_000_000;
 
 fn engine() -> (ManualClock, Floodgate) {
@@ -485,25 +488,6 @@ fn rate_limiter_paces_above_a_thousand_a_second() {
         assert_eq!(waits.len(), count, "count {count}, a second's queue");
         let cost = Duration::from_nanos((1_000_000_000 + count as u64 / 2) / count as u64);
         assert_eq!(waits[1], cost, "count {count}");
-    }
-}
-
-/// A [`ManualClock`] that says it moves in 1 ms ticks, like the default `CachedClock`.
-#[derive(Debug, Clone)]
-struct TickClock(ManualClock);
-
-impl floodgate_core::Clock for TickClock {
-    fn now_nanos(&self) -> u64 {
-        self.0.now_nanos()
-    }
-    fn sleep(&self, duration: Duration) {
-        self.0.sleep(duration);
-    }
-    fn sleeps(&self) -> bool {
-        false
-    }
-    fn resolution(&self) -> Duration {
-        Duration::from_millis(1)
     }
 }
 

@@ -34,12 +34,15 @@ pub(crate) enum Controller {
 }
 
 impl Controller {
-    fn new(rule: &FlowRule, cold_factor: f64) -> Self {
+    /// The controller of `rule` on a clock whose readings move in ticks of `tick_ns`.
+    fn new(rule: &FlowRule, cold_factor: f64, tick_ns: u64) -> Self {
         let queue = Duration::from_millis(u64::from(rule.max_queueing_time_ms));
         match (rule.grade, rule.control_behavior) {
             (FlowGrade::Thread, _) | (FlowGrade::Qps, ControlBehavior::Reject) => {
                 if rule.grade == FlowGrade::Qps && rule.count > 0.0 && rule.count < 1.0 {
-                    Controller::Sparse(ThrottlingController::new(rule.count, Duration::ZERO))
+                    Controller::Sparse(
+                        ThrottlingController::new(rule.count, Duration::ZERO).with_tick(tick_ns),
+                    )
                 } else {
                     Controller::Reject(RejectController::new(rule.count))
                 }
@@ -47,24 +50,27 @@ impl Controller {
             // Below one a second there is no rate to warm up to in whole requests: the warm-up
             // controller would never admit one (Sentinel's neither). Paced at the rule's rate.
             (FlowGrade::Qps, ControlBehavior::WarmUp) if rule.count > 0.0 && rule.count < 1.0 => {
-                Controller::Sparse(ThrottlingController::new(rule.count, Duration::ZERO))
+                Controller::Sparse(
+                    ThrottlingController::new(rule.count, Duration::ZERO).with_tick(tick_ns),
+                )
             }
             (FlowGrade::Qps, ControlBehavior::WarmUp) => Controller::WarmUp(WarmUpController::new(
                 rule.count,
                 rule.warm_up_period_sec,
                 cold_factor,
             )),
-            (FlowGrade::Qps, ControlBehavior::RateLimiter) => {
-                Controller::RateLimiter(ThrottlingController::new(rule.count, queue))
-            }
-            (FlowGrade::Qps, ControlBehavior::WarmUpRateLimiter) => {
-                Controller::WarmUpRateLimiter(WarmUpRateLimiterController::new(
+            (FlowGrade::Qps, ControlBehavior::RateLimiter) => Controller::RateLimiter(
+                ThrottlingController::new(rule.count, queue).with_tick(tick_ns),
+            ),
+            (FlowGrade::Qps, ControlBehavior::WarmUpRateLimiter) => Controller::WarmUpRateLimiter(
+                WarmUpRateLimiterController::new(
                     rule.count,
                     rule.warm_up_period_sec,
                     queue,
                     cold_factor,
-                ))
-            }
+                )
+                .with_tick(tick_ns),
+            ),
         }
     }
 }
@@ -216,14 +222,17 @@ pub(crate) struct FlowRules {
     snapshot: Published<FlowSnapshot>,
     load_lock: Mutex<()>,
     cold_factor: f64,
+    /// The engine clock's resolution in ns (see [`Clock::resolution`](crate::Clock::resolution)).
+    tick_ns: u64,
 }
 
 impl FlowRules {
-    pub(crate) fn new(cold_factor: f64) -> Self {
+    pub(crate) fn new(cold_factor: f64, tick_ns: u64) -> Self {
         FlowRules {
             snapshot: Published::default(),
             load_lock: Mutex::new(()),
             cold_factor,
+            tick_ns,
         }
     }
 
@@ -254,7 +263,7 @@ impl FlowRules {
             rules,
             |s, r| *s.rule == *r,
             |rule| FlowRuleState {
-                controller: Controller::new(&rule, self.cold_factor),
+                controller: Controller::new(&rule, self.cold_factor, self.tick_ns),
                 limit_app: LimitApp::of(&rule.limit_app),
                 reads_cluster_node: LimitApp::of(&rule.limit_app) == LimitApp::Default
                     && rule.strategy == FlowStrategy::Direct,

@@ -11,7 +11,12 @@
 //!
 //! * `latest + cost <= now`: the bucket has drained; pass at once and set `latest = now`;
 //! * otherwise `wait = latest + cost − now`. If `wait <= max_queueing` (a wait of exactly `max_queueing`
-//!   is admitted) pass after `wait` and set `latest = latest + cost`; else block and change nothing.
+//!   is admitted) pass after `wait` and set `latest = latest + cost`;
+//! * else, if `wait` is below the clock's resolution (a millisecond clock reads the same for every call
+//!   within its tick, so such a slot cannot be told from one that is due), pass at once and set
+//!   `latest = latest + cost` (without this, strict pacing on the default clock admitted one request a
+//!   millisecond);
+//! * else block and change nothing.
 //!
 //! So `latest` moves to `max(latest + cost, now)` on every admission. Idle time earns no burst credit:
 //! after any pause the first request passes at once and the next one already waits a full `cost`. With
@@ -69,6 +74,8 @@ pub(crate) struct Pacer {
     latest_ns: AtomicU64,
     /// The longest admissible wait, in nanoseconds.
     max_queueing_ns: u64,
+    /// The clock's resolution in ns: a longer wait below it passes at once.
+    tick_ns: u64,
 }
 
 impl Pacer {
@@ -77,7 +84,14 @@ impl Pacer {
         Self {
             latest_ns: AtomicU64::new(NEVER),
             max_queueing_ns: saturating_nanos(max_queueing),
+            tick_ns: 0,
         }
+    }
+
+    /// The same pacer on a clock whose readings move in ticks of `tick_ns`.
+    pub(crate) const fn with_tick(mut self, tick_ns: u64) -> Self {
+        self.tick_ns = tick_ns;
+        self
     }
 
     /// Tries to reserve a slot costing `cost_ns` for a request arriving at `now_ns`.
@@ -111,7 +125,13 @@ impl Pacer {
             return Some((now_ns.min(LATEST_MAX), 0));
         }
         let wait_ns = due - now_ns;
-        (wait_ns <= self.max_queueing_ns).then_some((due.min(LATEST_MAX), wait_ns))
+        if wait_ns <= self.max_queueing_ns {
+            Some((due.min(LATEST_MAX), wait_ns))
+        } else if wait_ns < self.tick_ns {
+            Some((due.min(LATEST_MAX), 0))
+        } else {
+            None
+        }
     }
 }
 
@@ -132,6 +152,12 @@ impl ThrottlingController {
             count,
             pacer: Pacer::new(max_queueing),
         }
+    }
+
+    /// The same controller on a clock whose readings move in ticks of `tick_ns`.
+    pub(crate) const fn with_tick(mut self, tick_ns: u64) -> Self {
+        self.pacer = self.pacer.with_tick(tick_ns);
+        self
     }
 
     /// Decides a request for `acquire` permits arriving at `now_ns` (nanoseconds on the caller's clock).
@@ -417,5 +443,19 @@ mod tests {
         waits.sort_unstable();
         let want: Vec<u64> = (0..=1000).map(|k| k * MS).collect();
         assert_eq!(waits, want);
+    }
+
+    #[test]
+    fn slots_within_the_clocks_tick_pass_without_a_queue() {
+        // 5000 a second on a millisecond clock: the requests of one tick read the same time.
+        let c = ThrottlingController::new(5000.0, Duration::ZERO).with_tick(MS);
+        let passed = (0..10)
+            .filter(|_| c.try_acquire(0, 1) == Decision::PASS_NOW)
+            .count();
+        assert_eq!(passed, 5, "slots at 0, 200, 400, 600 and 800 us");
+        assert_eq!(c.try_acquire(MS, 1), Decision::PASS_NOW);
+        let strict = ThrottlingController::new(5000.0, Duration::ZERO);
+        assert_eq!(strict.try_acquire(0, 1), Decision::PASS_NOW);
+        assert_eq!(strict.try_acquire(0, 1), Decision::Block);
     }
 }

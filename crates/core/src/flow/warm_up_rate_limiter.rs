@@ -50,6 +50,12 @@ impl WarmUpRateLimiterController {
         }
     }
 
+    /// The same controller on a clock whose readings move in ticks of `tick_ns`.
+    pub(crate) fn with_tick(mut self, tick_ns: u64) -> Self {
+        self.pacer = self.pacer.with_tick(tick_ns);
+        self
+    }
+
     /// Decides a request for `acquire` permits arriving at `now_ns` (nanoseconds on the caller's clock,
     /// whose whole seconds also drive the token updates), given the pass count of the previous second.
     pub(crate) fn try_acquire(
