@@ -25,7 +25,9 @@ use crate::node::{
     StatisticNode, TreeNodeKind, WindowGeometry,
 };
 use crate::param_flow::{ParamFlowRule, ParamFlowRules, ParamFlowStatus};
-use crate::rules::{RuleError, RuleFields, RuleType, parse_rule_array, to_json_array};
+use crate::rules::{
+    RuleError, RuleFields, RuleType, all_or_errors, parse_rule_array, to_json_array,
+};
 use crate::slot::{BlockLog, ChainEdit, Slot, SlotChain};
 use crate::stat::WindowError;
 use crate::system::{OsProbe, SystemProbe, SystemRule, SystemRules, SystemStatus};
@@ -666,43 +668,48 @@ impl Floodgate {
         let items = parse_rule_array(json)?;
         match rule_type {
             RuleType::Flow => {
-                let rules = items
-                    .iter()
-                    .enumerate()
-                    .map(|(i, m)| FlowRule::from_fields(RuleFields::new(i, m)))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let rules = all_or_errors(
+                    items
+                        .iter()
+                        .enumerate()
+                        .map(|(i, m)| FlowRule::from_fields(RuleFields::new(i, m))),
+                )?;
                 self.inner.flow.load(rules)
             }
             RuleType::Degrade => {
-                let rules = items
-                    .iter()
-                    .enumerate()
-                    .map(|(i, m)| DegradeRule::from_fields(RuleFields::new(i, m)))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let rules = all_or_errors(
+                    items
+                        .iter()
+                        .enumerate()
+                        .map(|(i, m)| DegradeRule::from_fields(RuleFields::new(i, m))),
+                )?;
                 self.inner.degrade.load(rules)
             }
             RuleType::Authority => {
-                let rules = items
-                    .iter()
-                    .enumerate()
-                    .map(|(i, m)| AuthorityRule::from_fields(RuleFields::new(i, m)))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let rules = all_or_errors(
+                    items
+                        .iter()
+                        .enumerate()
+                        .map(|(i, m)| AuthorityRule::from_fields(RuleFields::new(i, m))),
+                )?;
                 self.inner.authority.load(rules)
             }
             RuleType::System => {
-                let rules = items
-                    .iter()
-                    .enumerate()
-                    .map(|(i, m)| SystemRule::from_fields(RuleFields::new(i, m)))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let rules = all_or_errors(
+                    items
+                        .iter()
+                        .enumerate()
+                        .map(|(i, m)| SystemRule::from_fields(RuleFields::new(i, m))),
+                )?;
                 self.inner.system.load(rules)
             }
             RuleType::ParamFlow => {
-                let rules = items
-                    .iter()
-                    .enumerate()
-                    .map(|(i, m)| ParamFlowRule::from_fields(RuleFields::new(i, m)))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let rules = all_or_errors(
+                    items
+                        .iter()
+                        .enumerate()
+                        .map(|(i, m)| ParamFlowRule::from_fields(RuleFields::new(i, m))),
+                )?;
                 self.inner.param_flow.load(rules)
             }
         }

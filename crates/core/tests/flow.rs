@@ -886,3 +886,43 @@ fn strict_pacing_above_a_thousand_a_second_on_a_millisecond_clock() {
         assert_eq!(passed, 5000, "controlBehavior {behavior}");
     }
 }
+
+#[test]
+fn every_invalid_rule_of_a_list_is_named() {
+    // Sentinel dropped invalid rules one by one and answered success (RM-01); a list is refused whole
+    // here, and its error names each invalid rule, not only the first.
+    let (_clock, fg) = engine();
+    load(&fg, r#"[{"resource":"kept","count":1}]"#);
+    let err = fg
+        .load_rules_json(
+            RuleType::Flow,
+            r#"[{"resource":"ok","count":1},{"resource":"a","count":-1},{"resource":"b","count":"x"},{"resource":"","count":2}]"#,
+        )
+        .unwrap_err();
+    let floodgate_core::RuleError::Several(errors) = &err else {
+        panic!("{err:?}");
+    };
+    let indexes: Vec<usize> = errors
+        .iter()
+        .map(|e| match e {
+            floodgate_core::RuleError::Invalid { index, .. } => *index,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(indexes, [1, 2, 3]);
+    let text = err.to_string();
+    assert!(
+        text.starts_with("rule 1: `count` must be a finite number ≥ 0, got -1; rule 2: `count`"),
+        "{text}"
+    );
+    assert_eq!(fg.flow_rules().len(), 1, "the rules in force stay");
+    assert_eq!(fg.flow_rules()[0].resource, "kept");
+    // Typed rules too.
+    let err = fg
+        .load_flow_rules([FlowRule::new("a", -1.0), FlowRule::new("b", f64::NAN)])
+        .unwrap_err();
+    assert!(
+        matches!(err, floodgate_core::RuleError::Several(ref e) if e.len() == 2),
+        "{err}"
+    );
+}

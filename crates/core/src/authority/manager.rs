@@ -14,7 +14,9 @@ use rustc_hash::FxHashMap;
 
 use super::rule::AuthorityRule;
 use crate::engine::Resource;
-use crate::rules::{Published, ResourceTable, RuleError, applicable, whole_name_regex};
+use crate::rules::{
+    Published, ResourceTable, RuleError, all_or_errors, applicable, whole_name_regex,
+};
 
 /// An immutable set of authority rules.
 #[derive(Debug, Default)]
@@ -79,19 +81,21 @@ impl AuthorityRules {
     /// Validates `rules` and puts them in force; on error nothing changes.
     pub(crate) fn load(&self, rules: Vec<AuthorityRule>) -> Result<(), RuleError> {
         let mut first: FxHashMap<(bool, &str), usize> = FxHashMap::default();
-        for (index, rule) in rules.iter().enumerate() {
+        all_or_errors(rules.iter().enumerate().map(|(index, rule)| {
             rule.validate(index)?;
             let earlier = *first
                 .entry((rule.regex, rule.resource.as_str()))
                 .or_insert(index);
-            if rules[earlier] != *rule {
-                return Err(RuleError::invalid(
+            if rules[earlier] == *rule {
+                Ok(())
+            } else {
+                Err(RuleError::invalid(
                     index,
                     "resource",
                     format!("already has an authority rule (rule {earlier}); a resource takes one"),
-                ));
+                ))
             }
-        }
+        }))?;
         let mut exact: FxHashMap<Box<str>, Arc<AuthorityRule>> = FxHashMap::default();
         let mut regex: Vec<(Regex, Arc<AuthorityRule>)> = Vec::new();
         let mut in_order = Vec::with_capacity(rules.len());

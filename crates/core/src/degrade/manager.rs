@@ -21,7 +21,7 @@ use super::observer::{BreakerStatus, Observers};
 use super::rule::DegradeRule;
 use crate::engine::Resource;
 use crate::keyed_hash::{KeyedMap, keyed_map};
-use crate::rules::{Published, ResourceTable, RuleError, RuleIndex, carry_over};
+use crate::rules::{Published, ResourceTable, RuleError, RuleIndex, all_or_errors, carry_over};
 
 /// The breakers of one rule.
 #[derive(Debug)]
@@ -204,9 +204,7 @@ impl DegradeRules {
 
     /// Validates `rules` and puts them in force; on error nothing changes.
     pub(crate) fn load(&self, rules: Vec<DegradeRule>) -> Result<(), RuleError> {
-        for (index, rule) in rules.iter().enumerate() {
-            rule.validate(index)?;
-        }
+        all_or_errors(rules.iter().enumerate().map(|(i, r)| r.validate(i)))?;
         let _guard = self.load_lock.lock().unwrap_or_else(|e| e.into_inner());
         let old = self.snapshot.load_full();
         if old.in_order.len() == rules.len() && old.rules().zip(&rules).all(|(a, b)| a == b) {

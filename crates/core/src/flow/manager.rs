@@ -16,7 +16,7 @@ use super::{
     RejectController, ThrottlingController, WarmUpController, WarmUpRateLimiterController,
 };
 use crate::engine::Resource;
-use crate::rules::{Published, ResourceTable, RuleError, RuleIndex, carry_over};
+use crate::rules::{Published, ResourceTable, RuleError, RuleIndex, all_or_errors, carry_over};
 
 /// How a rule shapes traffic, with its state.
 #[derive(Debug)]
@@ -250,9 +250,7 @@ impl FlowRules {
 
     /// Validates `rules` and puts them in force; on error nothing changes.
     pub(crate) fn load(&self, rules: Vec<FlowRule>) -> Result<(), RuleError> {
-        for (index, rule) in rules.iter().enumerate() {
-            rule.validate(index)?;
-        }
+        all_or_errors(rules.iter().enumerate().map(|(i, r)| r.validate(i)))?;
         let _guard = self.load_lock.lock().unwrap_or_else(|e| e.into_inner());
         let old = self.snapshot.load_full();
         if old.in_order.len() == rules.len() && old.rules().zip(&rules).all(|(a, b)| a == b) {

@@ -19,7 +19,7 @@ use super::token_bucket::TokenBucket;
 use crate::engine::Resource;
 use crate::flow::{ControlBehavior, FlowGrade};
 use crate::param::{ParamValue, StoredValue};
-use crate::rules::{ResourceTable, RuleError, RuleIndex, carry_over};
+use crate::rules::{ResourceTable, RuleError, RuleIndex, all_or_errors, carry_over};
 
 /// Token buckets count in ms (Sentinel's windows); pacing counts in ns (FL-03).
 const NANOS_PER_MS: u64 = 1_000_000;
@@ -374,9 +374,14 @@ impl ParamFlowRules {
 
     /// Validates `rules` and puts them in force; on error nothing changes.
     pub(crate) fn load(&self, rules: Vec<ParamFlowRule>) -> Result<(), RuleError> {
+        let validated = all_or_errors(
+            rules
+                .into_iter()
+                .enumerate()
+                .map(|(index, rule)| Ok((rule.validate(index)?, rule))),
+        )?;
         let mut parsed: Vec<(ParamFlowRule, Vec<(StoredValue, u32)>)> = Vec::new();
-        for (index, rule) in rules.into_iter().enumerate() {
-            let items = rule.validate(index)?;
+        for (items, rule) in validated {
             if !parsed.iter().any(|(r, _)| *r == rule) {
                 parsed.push((rule, items));
             }

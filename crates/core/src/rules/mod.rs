@@ -107,6 +107,36 @@ pub enum RuleError {
         /// What is wrong.
         reason: String,
     },
+    /// Several rules were invalid: each one's error, in list order (Sentinel dropped invalid rules one
+    /// by one and answered `success`: RM-01).
+    #[error("{}", join(.0))]
+    Several(Vec<RuleError>),
+}
+
+fn join(errors: &[RuleError]) -> String {
+    let texts: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    texts.join("; ")
+}
+
+/// Every item of `results`, or the error of every failed one (one: that error; more:
+/// [`RuleError::Several`]).
+pub(crate) fn all_or_errors<T>(
+    results: impl IntoIterator<Item = Result<T, RuleError>>,
+) -> Result<Vec<T>, RuleError> {
+    let mut oks = Vec::new();
+    let mut errors = Vec::new();
+    for result in results {
+        match result {
+            Ok(value) => oks.push(value),
+            Err(RuleError::Several(more)) => errors.extend(more),
+            Err(error) => errors.push(error),
+        }
+    }
+    match errors.len() {
+        0 => Ok(oks),
+        1 => Err(errors.remove(0)),
+        _ => Err(RuleError::Several(errors)),
+    }
 }
 
 impl RuleError {

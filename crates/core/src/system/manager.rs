@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use super::limit::{SystemLimit, SystemLimitType, SystemThresholds};
 use super::probe::SystemProbe;
 use super::rule::SystemRule;
-use crate::rules::{Published, RuleError};
+use crate::rules::{Published, RuleError, all_or_errors};
 
 /// An immutable set of system rules.
 #[derive(Debug)]
@@ -103,9 +103,7 @@ impl SystemRules {
 
     /// Validates `rules` and puts them in force; on error nothing changes.
     pub(crate) fn load(&self, rules: Vec<SystemRule>) -> Result<(), RuleError> {
-        for (index, rule) in rules.iter().enumerate() {
-            rule.validate(index)?;
-        }
+        all_or_errors(rules.iter().enumerate().map(|(i, r)| r.validate(i)))?;
         let listed = !rules.is_empty();
         let snapshot = SystemSnapshot::new(rules);
         if listed && !snapshot.is_active() {
