@@ -26,11 +26,34 @@ use crate::node::{
 };
 use crate::param_flow::{ParamFlowRule, ParamFlowRules, ParamFlowStatus};
 use crate::rules::{
-    RuleError, RuleFields, RuleType, all_or_errors, parse_rule_array, to_json_array,
+    RuleError, RuleFields, RuleItem, RuleType, all_or_errors, no_errors, parse_rule_items,
+    to_json_array,
 };
 use crate::slot::{BlockLog, ChainEdit, Slot, SlotChain};
 use crate::stat::WindowError;
 use crate::system::{OsProbe, SystemProbe, SystemRule, SystemRules, SystemStatus};
+
+/// Rule `index` of a list parsed from `item` (an object, or its error).
+fn parse_item<T>(
+    index: usize,
+    item: &RuleItem,
+    parse: impl Fn(RuleFields<'_>) -> Result<T, RuleError>,
+) -> Result<T, RuleError> {
+    parse(RuleFields::new(index, item.as_ref().map_err(Clone::clone)?))
+}
+
+/// Every rule of a list, or the error of each that fails to parse.
+fn parse_each<T>(
+    items: &[RuleItem],
+    parse: impl Fn(RuleFields<'_>) -> Result<T, RuleError>,
+) -> Result<Vec<T>, RuleError> {
+    all_or_errors(
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| parse_item(i, item, &parse)),
+    )
+}
 
 /// Sentinel's name of the context entries run in when none was entered.
 pub const DEFAULT_CONTEXT_NAME: &str = "sentinel_default_context";
@@ -665,53 +688,44 @@ impl Floodgate {
     }
 
     fn load_json(&self, rule_type: RuleType, json: &str) -> Result<(), RuleError> {
-        let items = parse_rule_array(json)?;
+        let items = parse_rule_items(json)?;
         match rule_type {
-            RuleType::Flow => {
-                let rules = all_or_errors(
-                    items
-                        .iter()
-                        .enumerate()
-                        .map(|(i, m)| FlowRule::from_fields(RuleFields::new(i, m))),
-                )?;
-                self.inner.flow.load(rules)
-            }
-            RuleType::Degrade => {
-                let rules = all_or_errors(
-                    items
-                        .iter()
-                        .enumerate()
-                        .map(|(i, m)| DegradeRule::from_fields(RuleFields::new(i, m))),
-                )?;
-                self.inner.degrade.load(rules)
-            }
+            RuleType::Flow => self
+                .inner
+                .flow
+                .load(parse_each(&items, FlowRule::from_fields)?),
+            RuleType::Degrade => self
+                .inner
+                .degrade
+                .load(parse_each(&items, DegradeRule::from_fields)?),
             RuleType::Authority => {
-                let rules = all_or_errors(
-                    items
+                let parsed: Vec<Result<AuthorityRule, RuleError>> = items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| parse_item(i, item, AuthorityRule::from_fields))
+                    .collect();
+                if parsed.iter().any(Result::is_err) {
+                    // The conflicts among the rules that did parse are named too.
+                    let ok = parsed
                         .iter()
                         .enumerate()
-                        .map(|(i, m)| AuthorityRule::from_fields(RuleFields::new(i, m))),
-                )?;
-                self.inner.authority.load(rules)
+                        .filter_map(|(i, r)| Some((i, r.as_ref().ok()?)));
+                    let mut errors = crate::authority::conflicts(ok);
+                    errors.extend(parsed.into_iter().filter_map(Result::err));
+                    return no_errors(errors);
+                }
+                self.inner
+                    .authority
+                    .load(parsed.into_iter().filter_map(Result::ok).collect())
             }
-            RuleType::System => {
-                let rules = all_or_errors(
-                    items
-                        .iter()
-                        .enumerate()
-                        .map(|(i, m)| SystemRule::from_fields(RuleFields::new(i, m))),
-                )?;
-                self.inner.system.load(rules)
-            }
-            RuleType::ParamFlow => {
-                let rules = all_or_errors(
-                    items
-                        .iter()
-                        .enumerate()
-                        .map(|(i, m)| ParamFlowRule::from_fields(RuleFields::new(i, m))),
-                )?;
-                self.inner.param_flow.load(rules)
-            }
+            RuleType::System => self
+                .inner
+                .system
+                .load(parse_each(&items, SystemRule::from_fields)?),
+            RuleType::ParamFlow => self
+                .inner
+                .param_flow
+                .load(parse_each(&items, ParamFlowRule::from_fields)?),
         }
     }
 

@@ -350,3 +350,27 @@ fn entries_nested_under_a_child_inherit_its_origin() {
     drop(outer);
     assert!(fg.entry("C").enter().is_ok(), "no origin outside");
 }
+
+#[test]
+fn conflicts_are_named_beside_parse_errors() {
+    let (_clock, fg) = engine();
+    let err = fg
+        .load_rules_json(
+            RuleType::Authority,
+            r#"[{"resource":"","limitApp":"a"},
+                {"resource":"R","limitApp":"a","strategy":0},
+                {"resource":"R","limitApp":"b","strategy":1}]"#,
+        )
+        .unwrap_err();
+    let RuleError::Several(errors) = &err else {
+        panic!("{err:?}");
+    };
+    let indexes: Vec<usize> = errors
+        .iter()
+        .map(|e| match e {
+            RuleError::Invalid { index, .. } => *index,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(indexes, [0, 2], "{err}");
+}

@@ -926,3 +926,19 @@ fn every_invalid_rule_of_a_list_is_named() {
         "{err}"
     );
 }
+
+fn indexes(e: &floodgate_core::RuleError) -> Vec<usize> {
+    match e {
+        floodgate_core::RuleError::Invalid { index, .. } => vec![*index],
+        floodgate_core::RuleError::Several(errors) => errors.iter().flat_map(indexes).collect(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn every_item_that_is_not_an_object_is_named_too() {
+    let err = Floodgate::default()
+        .load_rules_json(RuleType::Flow, r#"[1,{"resource":"","count":1},"x"]"#)
+        .unwrap_err();
+    assert_eq!(indexes(&err), [0, 1, 2], "{err}");
+}

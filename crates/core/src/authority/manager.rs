@@ -14,9 +14,7 @@ use rustc_hash::FxHashMap;
 
 use super::rule::AuthorityRule;
 use crate::engine::Resource;
-use crate::rules::{
-    Published, ResourceTable, RuleError, all_or_errors, applicable, whole_name_regex,
-};
+use crate::rules::{Published, ResourceTable, RuleError, applicable, no_errors, whole_name_regex};
 
 /// An immutable set of authority rules.
 #[derive(Debug, Default)]
@@ -58,6 +56,28 @@ impl AuthoritySnapshot {
     }
 }
 
+/// The rules of a list (with their positions) that name a resource an earlier, different rule names: a
+/// resource takes one rule (the same rule twice is one rule).
+pub(crate) fn conflicts<'r>(
+    rules: impl IntoIterator<Item = (usize, &'r AuthorityRule)>,
+) -> Vec<RuleError> {
+    let mut first: FxHashMap<(bool, &str), (usize, &AuthorityRule)> = FxHashMap::default();
+    let mut errors = Vec::new();
+    for (index, rule) in rules {
+        let (earlier, kept) = *first
+            .entry((rule.regex, rule.resource.as_str()))
+            .or_insert((index, rule));
+        if kept != rule {
+            errors.push(RuleError::invalid(
+                index,
+                "resource",
+                format!("already has an authority rule (rule {earlier}); a resource takes one"),
+            ));
+        }
+    }
+    errors
+}
+
 /// The engine's authority rules.
 #[derive(Debug, Default)]
 pub(crate) struct AuthorityRules {
@@ -80,22 +100,13 @@ impl AuthorityRules {
 
     /// Validates `rules` and puts them in force; on error nothing changes.
     pub(crate) fn load(&self, rules: Vec<AuthorityRule>) -> Result<(), RuleError> {
-        let mut first: FxHashMap<(bool, &str), usize> = FxHashMap::default();
-        all_or_errors(rules.iter().enumerate().map(|(index, rule)| {
-            rule.validate(index)?;
-            let earlier = *first
-                .entry((rule.regex, rule.resource.as_str()))
-                .or_insert(index);
-            if rules[earlier] == *rule {
-                Ok(())
-            } else {
-                Err(RuleError::invalid(
-                    index,
-                    "resource",
-                    format!("already has an authority rule (rule {earlier}); a resource takes one"),
-                ))
-            }
-        }))?;
+        let mut errors: Vec<RuleError> = rules
+            .iter()
+            .enumerate()
+            .filter_map(|(index, rule)| rule.validate(index).err())
+            .collect();
+        errors.extend(conflicts(rules.iter().enumerate()));
+        no_errors(errors)?;
         let mut exact: FxHashMap<Box<str>, Arc<AuthorityRule>> = FxHashMap::default();
         let mut regex: Vec<(Regex, Arc<AuthorityRule>)> = Vec::new();
         let mut in_order = Vec::with_capacity(rules.len());

@@ -4,6 +4,6 @@ mod manager;
 mod rule;
 mod slot;
 
-pub(crate) use manager::AuthorityRules;
+pub(crate) use manager::{AuthorityRules, conflicts};
 pub use rule::{AuthorityRule, AuthorityStrategy};
 pub use slot::AuthoritySlot;

@@ -146,7 +146,8 @@ pub struct FlowRule {
     pub control_behavior: ControlBehavior,
     /// Warm-up period in seconds (default 10).
     pub warm_up_period_sec: u32,
-    /// Longest queueing wait in ms (default 500; 0 = strict pacing, no queueing).
+    /// Longest queueing wait in ms (default 500; 0 = strict pacing, no queueing: on the default clock,
+    /// which moves in 1 ms ticks, the slots that fall within the current tick pass).
     pub max_queueing_time_ms: u32,
     /// Whether the rule is a cluster rule.
     pub cluster_mode: bool,

@@ -19,9 +19,10 @@
 //! * else block and change nothing.
 //!
 //! So `latest` moves to `max(latest + cost, now)` on every admission. Idle time earns no burst credit:
-//! after any pause the first request passes at once and the next one already waits a full `cost`. With
-//! `max_queueing = 0` this is strict pacing: every request must arrive at least `cost` after the previous
-//! admission. The reservation is a single compare-and-swap loop on one `AtomicU64`, so concurrent callers
+//! after any pause the first request passes at once and the next one already waits a full `cost` (less
+//! what falls within the clock's tick). With `max_queueing = 0` this is strict pacing: on a precise clock
+//! every request must arrive at least `cost` after the previous admission; on a clock that moves in
+//! ticks, the slots within one tick of the reading pass. The reservation is a single compare-and-swap loop on one `AtomicU64`, so concurrent callers
 //! get distinct slots; nothing sleeps here, the caller waits out the returned [`Decision`].
 //!
 //! Degenerate inputs never panic and never wrap: every time addition saturates, waits are never negative,

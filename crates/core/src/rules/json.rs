@@ -5,7 +5,17 @@ use serde_json::{Map, Value};
 use super::RuleError;
 
 /// Parses `json` as an array of objects (`[]` is an empty list; empty text and `null` are refused).
+/// For tests: loads use [`parse_rule_items`], which keeps every item's error.
+#[cfg(test)]
 pub(crate) fn parse_rule_array(json: &str) -> Result<Vec<Map<String, Value>>, RuleError> {
+    super::all_or_errors(parse_rule_items(json)?)
+}
+
+/// One item of a rule array: a JSON object, or the error saying it is not one.
+pub(crate) type RuleItem = Result<Map<String, Value>, RuleError>;
+
+/// The items of a JSON array of rules, each an object or its error (the array itself must parse).
+pub(crate) fn parse_rule_items(json: &str) -> Result<Vec<RuleItem>, RuleError> {
     // Blank text or `null` would clear every rule of the type: more likely a value that did not get
     // filled in than a wish, so it is refused; `[]` clears.
     if json.trim().is_empty() {
@@ -18,14 +28,14 @@ pub(crate) fn parse_rule_array(json: &str) -> Result<Vec<Map<String, Value>>, Ru
         Value::Array(items) => items,
         _ => return Err(RuleError::NotAnArray),
     };
-    items
+    Ok(items
         .into_iter()
         .enumerate()
         .map(|(index, item)| match item {
             Value::Object(map) => Ok(map),
             _ => Err(RuleError::invalid(index, "(rule)", "must be a JSON object")),
         })
-        .collect()
+        .collect())
 }
 
 /// Writes rules as a JSON array.

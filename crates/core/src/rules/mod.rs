@@ -19,7 +19,9 @@ use std::str::FromStr;
 use thiserror::Error;
 
 pub(crate) use checks::{ClusterFields, check_cluster_fields, check_rule_head};
-pub(crate) use json::{RuleFields, parse_rule_array, rule_head, to_json_array};
+#[cfg(test)]
+pub(crate) use json::parse_rule_array;
+pub(crate) use json::{RuleFields, RuleItem, parse_rule_items, rule_head, to_json_array};
 pub(crate) use published::Published;
 pub(crate) use reload::{carry_over, whole_name_regex};
 pub(crate) use resource_table::ResourceTable;
@@ -116,6 +118,16 @@ pub enum RuleError {
 fn join(errors: &[RuleError]) -> String {
     let texts: Vec<String> = errors.iter().map(ToString::to_string).collect();
     texts.join("; ")
+}
+
+/// `errors` as one error, in rule order (one: that error; more: [`RuleError::Several`]), or `Ok` when
+/// there is none.
+pub(crate) fn no_errors(mut errors: Vec<RuleError>) -> Result<(), RuleError> {
+    errors.sort_by_key(|e| match e {
+        RuleError::Invalid { index, .. } => *index,
+        _ => 0,
+    });
+    all_or_errors(errors.into_iter().map(Err::<(), _>)).map(drop)
 }
 
 /// Every item of `results`, or the error of every failed one (one: that error; more:
