@@ -226,6 +226,34 @@ fn breaker_transitions_warn_on_open_and_inform_otherwise() {
 }
 
 #[test]
+fn a_panicking_breaker_observer_is_logged_and_the_others_still_told() {
+    let _serial = serial();
+    let (_clock, fg) = engine();
+    fg.load_degrade_rules([DegradeRule::error_count("R", 0.0)
+        .time_window(10)
+        .min_request_amount(1)])
+        .unwrap();
+    let told = Arc::new(Mutex::new(0));
+    fg.add_breaker_observer("broken", |_| panic!("observer bug"));
+    let seen = told.clone();
+    fg.add_breaker_observer("counting", move |_| *seen.lock().unwrap() += 1);
+    let recorder = record(|| {
+        let entry = fg.entry("R").enter().unwrap();
+        entry.trace(&fmt::Error);
+        drop(entry);
+    });
+    assert_eq!(*told.lock().unwrap(), 1, "the other observer was told");
+    let panics: Vec<Seen> = recorder
+        .with_target("floodgate::breaker")
+        .into_iter()
+        .filter(|e| e.level == Level::WARN && e.fields.contains_key("observer"))
+        .collect();
+    assert_eq!(panics.len(), 1, "{panics:?}");
+    assert_eq!(panics[0].field("observer"), "broken");
+    assert_eq!(panics[0].field("resource"), "R");
+}
+
+#[test]
 fn rule_loads_inform_and_rejections_warn() {
     let _serial = serial();
     let (_clock, fg) = engine();

@@ -123,15 +123,23 @@ impl Observers {
     }
 
     /// Tells every observer; builds the event only when someone listens. An observer that panics does
-    /// not stop the others, nor the request whose completion or admission made the change.
+    /// not stop the others, nor the request whose completion or admission made the change; it is logged
+    /// (`warn`, target `floodgate::breaker`), not swallowed (SY-05).
     pub(crate) fn notify(&self, event: impl FnOnce() -> BreakerStateChange) {
         let list = self.list.load();
         if list.is_empty() {
             return;
         }
         let event = event();
-        for (_, observer) in list.iter() {
-            let _ = panic::catch_unwind(AssertUnwindSafe(|| observer(&event)));
+        for (name, observer) in list.iter() {
+            if panic::catch_unwind(AssertUnwindSafe(|| observer(&event))).is_err() {
+                tracing::warn!(
+                    target: "floodgate::breaker",
+                    observer = name.as_str(),
+                    resource = &*event.resource,
+                    "a circuit-breaker observer panicked (the other observers were told)"
+                );
+            }
         }
     }
 }
