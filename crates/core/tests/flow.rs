@@ -942,3 +942,29 @@ fn every_item_that_is_not_an_object_is_named_too() {
         .unwrap_err();
     assert_eq!(indexes(&err), [0, 1, 2], "{err}");
 }
+
+#[test]
+fn a_rule_reloaded_with_only_its_id_changed_keeps_its_warmth() {
+    // Sentinel's warm-up numbers: 20 QPS, 10 s, cold factor 3. A dashboard that numbers its rules
+    // afresh after a restart pushes the same rules with other ids: that must not send warm-up back to
+    // cold (FL-08).
+    let (clock, fg) = engine();
+    let rule = FlowRule::new("W", 20.0)
+        .control_behavior(ControlBehavior::WarmUp)
+        .id(1);
+    fg.load_flow_rules([rule.clone()]).unwrap();
+    for _ in 0..20 {
+        burst(&fg, "W", 40);
+        clock.advance(Duration::from_secs(1));
+    }
+    assert_eq!(burst(&fg, "W", 40), 20, "warm");
+    clock.advance(Duration::from_secs(1));
+    fg.load_flow_rules([rule.clone().id(42)]).unwrap();
+    assert_eq!(burst(&fg, "W", 40), 20, "still warm under id 42");
+    assert_eq!(fg.flow_rules()[0].id, Some(42), "the new id is in force");
+    // Any other change starts cold, as before.
+    clock.advance(Duration::from_secs(1));
+    fg.load_flow_rules([rule.id(42).warm_up_period_sec(20)])
+        .unwrap();
+    assert!(burst(&fg, "W", 40) < 20, "a changed rule starts cold");
+}

@@ -214,7 +214,8 @@ impl DegradeRules {
             &old.in_order,
             rules,
             |s, r| *s.rule == *r,
-            |rule| RuleState::new(rule, &self.observers),
+            |_, _| false,
+            |rule, _| RuleState::new(rule, &self.observers),
         );
         let index = RuleIndex::new(&in_order, |s| {
             (s.rule.regex || !s.rule.is_default())

@@ -4,8 +4,9 @@
 //! the snapshot's table by resource id, so an entry never looks its rules up by name. A load
 //! validates the whole list first (any invalid rule rejects it and changes nothing), then builds a new
 //! snapshot in which every rule equal to one already in force keeps that rule's controller, so its
-//! warm-up tokens and pacing survive the reload (Sentinel resets them all: FL-08). Loading the list in
-//! force is a no-op.
+//! warm-up tokens and pacing survive the reload (Sentinel resets them all: FL-08); a rule that differs
+//! from one in force only by its `id` (a dashboard numbering its rules afresh) starts from a copy of
+//! that controller's state. Loading the list in force is a no-op.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -34,6 +35,18 @@ pub(crate) enum Controller {
 }
 
 impl Controller {
+    /// Takes over `from`'s state when both are the same kind of controller (they are: `from` belongs to
+    /// the same rule but for its `id`). Calls admitted meanwhile under the old rule are not carried.
+    fn copy_state(&self, from: &Controller) {
+        match (self, from) {
+            (Controller::Sparse(c), Controller::Sparse(f))
+            | (Controller::RateLimiter(c), Controller::RateLimiter(f)) => c.copy_state(f),
+            (Controller::WarmUp(c), Controller::WarmUp(f)) => c.copy_state(f),
+            (Controller::WarmUpRateLimiter(c), Controller::WarmUpRateLimiter(f)) => c.copy_state(f),
+            _ => {}
+        }
+    }
+
     /// The controller of `rule` on a clock whose readings move in ticks of `tick_ns`.
     fn new(rule: &FlowRule, cold_factor: f64, tick_ns: u64) -> Self {
         let queue = Duration::from_millis(u64::from(rule.max_queueing_time_ms));
@@ -260,8 +273,23 @@ impl FlowRules {
             &old.in_order,
             rules,
             |s, r| *s.rule == *r,
-            |rule| FlowRuleState {
-                controller: Controller::new(&rule, self.cold_factor, self.tick_ns),
+            // Only the id differs: a dashboard that numbers its rules afresh (after a restart) must not
+            // send warm-up back to cold or drop pacing reservations (FL-08).
+            |s, r| {
+                s.rule.id != r.id
+                    && FlowRule {
+                        id: r.id,
+                        ..(*s.rule).clone()
+                    } == *r
+            },
+            |rule, similar| FlowRuleState {
+                controller: {
+                    let controller = Controller::new(&rule, self.cold_factor, self.tick_ns);
+                    if let Some(old) = similar {
+                        controller.copy_state(&old.controller);
+                    }
+                    controller
+                },
                 limit_app: LimitApp::of(&rule.limit_app),
                 reads_cluster_node: LimitApp::of(&rule.limit_app) == LimitApp::Default
                     && rule.strategy == FlowStrategy::Direct,

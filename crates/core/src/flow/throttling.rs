@@ -95,6 +95,12 @@ impl Pacer {
         self
     }
 
+    /// Takes over `from`'s reservations (a rule reloaded with only its presentation changed).
+    pub(crate) fn copy_state(&self, from: &Pacer) {
+        self.latest_ns
+            .store(from.latest_ns.load(Ordering::Acquire), Ordering::Release);
+    }
+
     /// Tries to reserve a slot costing `cost_ns` for a request arriving at `now_ns`.
     pub(crate) fn reserve(&self, now_ns: u64, cost_ns: u64) -> Decision {
         let mut latest = self.latest_ns.load(Ordering::Acquire);
@@ -159,6 +165,11 @@ impl ThrottlingController {
     pub(crate) const fn with_tick(mut self, tick_ns: u64) -> Self {
         self.pacer = self.pacer.with_tick(tick_ns);
         self
+    }
+
+    /// Takes over `from`'s reservations.
+    pub(crate) fn copy_state(&self, from: &ThrottlingController) {
+        self.pacer.copy_state(&from.pacer);
     }
 
     /// Decides a request for `acquire` permits arriving at `now_ns` (nanoseconds on the caller's clock).

@@ -145,6 +145,19 @@ impl WarmUpController {
         }
     }
 
+    /// Takes over `from`'s stored tokens and last refill (a rule reloaded with only its presentation
+    /// changed keeps its warmth: FL-08).
+    pub(crate) fn copy_state(&self, from: &WarmUpController) {
+        self.stored_tokens.store(
+            from.stored_tokens.load(Ordering::Acquire),
+            Ordering::Release,
+        );
+        self.last_filled_ms.store(
+            from.last_filled_ms.load(Ordering::Acquire),
+            Ordering::Release,
+        );
+    }
+
     /// Stored tokens at and above which the allowed QPS is lowered.
     pub(crate) fn warning_token(&self) -> u64 {
         self.warning_token

@@ -50,6 +50,12 @@ impl WarmUpRateLimiterController {
         }
     }
 
+    /// Takes over `from`'s tokens and reservations.
+    pub(crate) fn copy_state(&self, from: &WarmUpRateLimiterController) {
+        self.warm_up.copy_state(&from.warm_up);
+        self.pacer.copy_state(&from.pacer);
+    }
+
     /// The same controller on a clock whose readings move in ticks of `tick_ns`.
     pub(crate) fn with_tick(mut self, tick_ns: u64) -> Self {
         self.pacer = self.pacer.with_tick(tick_ns);

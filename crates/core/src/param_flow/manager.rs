@@ -397,7 +397,8 @@ impl ParamFlowRules {
             &old.in_order,
             parsed,
             |s, (r, _)| *s.rule == *r,
-            |(rule, items)| {
+            |_, _| false,
+            |(rule, items), _| {
                 ParamRuleState::new(rule, items, self.capacity, self.tick_ns, generation)
             },
         );
