@@ -277,6 +277,7 @@ impl FlowRules {
             // send warm-up back to cold or drop pacing reservations (FL-08).
             |s, r| {
                 s.rule.id != r.id
+                    && s.rule.resource == r.resource
                     && FlowRule {
                         id: r.id,
                         ..(*s.rule).clone()
