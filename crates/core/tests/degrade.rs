@@ -1147,3 +1147,46 @@ fn reloading_the_engines_own_dump_keeps_an_open_breaker_open() {
         }
     }
 }
+
+#[test]
+fn a_rule_reloaded_with_only_its_presentation_changed_keeps_its_breakers() {
+    // An open breaker must not close because a dashboard renumbered its rules, or changed `limitApp`,
+    // which breakers ignore (CB-06); a real change starts closed.
+    for renamed in [
+        DegradeRule::error_count("A", 0.0)
+            .time_window(60)
+            .min_request_amount(1)
+            .id(7),
+        DegradeRule::error_count("A", 0.0)
+            .time_window(60)
+            .min_request_amount(1)
+            .limit_app("appB"),
+        DegradeRule::error_count("A.*", 0.0)
+            .time_window(60)
+            .min_request_amount(1)
+            .regex()
+            .id(7),
+    ] {
+        let (clock, fg) = engine();
+        let rule = DegradeRule {
+            id: None,
+            limit_app: "default".to_owned(),
+            ..renamed.clone()
+        };
+        fg.load_degrade_rules([rule.clone()]).unwrap();
+        let e = fg.entry("A").enter().unwrap();
+        e.trace(&Boom);
+        clock.advance(Duration::from_millis(1));
+        drop(e);
+        assert!(fg.entry("A").enter().is_err(), "tripped: {renamed:?}");
+        fg.load_degrade_rules([renamed.clone()]).unwrap();
+        assert!(fg.entry("A").enter().is_err(), "still open: {renamed:?}");
+        assert_eq!(fg.degrade_rules(), std::slice::from_ref(&renamed));
+        fg.load_degrade_rules([renamed.clone().time_window(61)])
+            .unwrap();
+        assert!(
+            fg.entry("A").enter().is_ok(),
+            "a changed rule starts closed"
+        );
+    }
+}

@@ -179,6 +179,14 @@ pub(crate) struct Breaker {
 }
 
 impl Breaker {
+    /// Takes over `from`'s state and counts: `self` replaces it for a rule reloaded with only its
+    /// presentation changed (an open breaker stays open: CB-06).
+    pub(crate) fn copy_state(&self, from: &Breaker) {
+        self.word
+            .store(from.word.load(Ordering::Acquire), Ordering::Release);
+        self.bucket.copy_state(&from.bucket);
+    }
+
     /// A closed breaker for `rule` (valid) on `resource`.
     pub(crate) fn new(
         rule: Arc<DegradeRule>,

@@ -38,6 +38,14 @@ impl Bucket {
         }
     }
 
+    /// Takes over `from`'s counts (a breaker that replaces `from` for the same rule and resource).
+    pub(crate) fn copy_state(&self, from: &Bucket) {
+        self.total
+            .store(from.total.load(Ordering::Acquire), Ordering::Release);
+        self.bad
+            .store(from.bad.load(Ordering::Acquire), Ordering::Release);
+    }
+
     #[inline]
     fn tag(&self, now_ms: u64) -> u32 {
         (now_ms / self.interval_ms) as u32

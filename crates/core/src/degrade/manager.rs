@@ -7,8 +7,11 @@
 //!
 //! A load validates the whole list first (any invalid rule rejects it and changes nothing). Then every
 //! rule equal, in every field, to one in force keeps that rule's breakers, state and statistics included
-//! (each old rule is reused at most once, so duplicates stay distinct); a rule that changed in any field
-//! starts with closed breakers. Loading the list in force is a no-op.
+//! (each old rule is reused at most once, so duplicates stay distinct); a rule that differs from one in
+//! force only in its presentation (`id`, or `limitApp`, which breakers ignore) gets new breakers that
+//! take over the old ones' states and counts (CB-06: a renumbering dashboard must not close an open
+//! breaker); a rule that changed in any other field starts with closed breakers. Loading the list in
+//! force is a no-op.
 //!
 //! Readers (every entry) load the snapshot without a lock and find a resource's breakers by its id in a
 //! table the snapshot fills on the resource's first entry.
@@ -53,6 +56,26 @@ impl RuleState {
             )))
         };
         RuleState { rule, binding }
+    }
+
+    /// The state of `rule`, taking over `from`'s breakers' states (`from` is the same rule but for its
+    /// presentation: `id`, `limitApp`).
+    fn carried(rule: DegradeRule, observers: &Arc<Observers>, from: &RuleState) -> Self {
+        let state = RuleState::new(rule, observers);
+        match (&state.binding, &from.binding) {
+            (Binding::Fixed(new), Binding::Fixed(old)) => new.copy_state(old),
+            (Binding::PerResource(new), Binding::PerResource(_)) => {
+                let mut new = new.lock().unwrap_or_else(|e| e.into_inner());
+                for old in from.breakers() {
+                    let breaker =
+                        Breaker::new(state.rule.clone(), old.resource.clone(), observers.clone());
+                    breaker.copy_state(&old);
+                    new.insert(old.resource.clone(), Arc::new(breaker));
+                }
+            }
+            _ => {}
+        }
+        state
     }
 
     /// The breaker of this rule for `resource` (made on first sight for a per-resource rule).
@@ -214,8 +237,20 @@ impl DegradeRules {
             &old.in_order,
             rules,
             |s, r| *s.rule == *r,
-            |_, _| false,
-            |rule, _| RuleState::new(rule, &self.observers),
+            // Only the presentation differs (`id`; `limitApp`, which breakers ignore): an open breaker
+            // must not close because a dashboard renumbered its rules (CB-06).
+            |s, r| {
+                s.rule.resource == r.resource
+                    && DegradeRule {
+                        id: r.id,
+                        limit_app: r.limit_app.clone(),
+                        ..(*s.rule).clone()
+                    } == *r
+            },
+            |rule, similar| match similar {
+                Some(old) => RuleState::carried(rule, &self.observers, old),
+                None => RuleState::new(rule, &self.observers),
+            },
         );
         let index = RuleIndex::new(&in_order, |s| {
             (s.rule.regex || !s.rule.is_default())
