@@ -374,3 +374,22 @@ fn conflicts_are_named_beside_parse_errors() {
         .collect();
     assert_eq!(indexes, [0, 2], "{err}");
 }
+
+#[test]
+fn an_invalid_rule_is_not_also_a_conflict_and_both_paths_agree() {
+    let (_clock, fg) = engine();
+    let json = fg
+        .load_rules_json(
+            RuleType::Authority,
+            r#"[{"resource":"R","limitApp":" "},{"resource":"R","limitApp":"a"}]"#,
+        )
+        .unwrap_err();
+    let api = fg
+        .load_authority_rules([
+            AuthorityRule::white("R", " "),
+            AuthorityRule::white("R", "a"),
+        ])
+        .unwrap_err();
+    assert_eq!(api.to_string(), json.to_string());
+    assert!(matches!(api, RuleError::Invalid { index: 0, .. }), "{api}");
+}

@@ -1190,3 +1190,30 @@ fn a_rule_reloaded_with_only_its_presentation_changed_keeps_its_breakers() {
         );
     }
 }
+
+#[test]
+fn a_breaker_carried_over_with_its_probe_in_flight_probes_again() {
+    // The probe reports to the old breaker: the new one must not stay half-open until the probe's
+    // deadline and then reopen for a whole window.
+    let rule = DegradeRule::error_count("A", 0.0)
+        .time_window(10)
+        .min_request_amount(1);
+    let (clock, fg) = engine();
+    fg.load_degrade_rules([rule.clone()]).unwrap();
+    let e = fg.entry("A").enter().unwrap();
+    e.trace(&Boom);
+    clock.advance(Duration::from_millis(1));
+    drop(e);
+    assert!(fg.entry("A").enter().is_err(), "open");
+    clock.advance(Duration::from_secs(10));
+    let probe = fg.entry("A").enter().expect("the probe");
+    fg.load_degrade_rules([rule.clone().id(7)]).unwrap();
+    clock.advance(Duration::from_millis(5));
+    drop(probe); // a good call, reported to the old breaker
+    let again = fg
+        .entry("A")
+        .enter()
+        .expect("the new breaker probes at once");
+    drop(again);
+    assert!(fg.entry("A").enter().is_ok(), "and closes on a good probe");
+}

@@ -100,12 +100,18 @@ impl AuthorityRules {
 
     /// Validates `rules` and puts them in force; on error nothing changes.
     pub(crate) fn load(&self, rules: Vec<AuthorityRule>) -> Result<(), RuleError> {
-        let mut errors: Vec<RuleError> = rules
+        let checked: Vec<Result<(), RuleError>> = rules
             .iter()
             .enumerate()
-            .filter_map(|(index, rule)| rule.validate(index).err())
+            .map(|(index, rule)| rule.validate(index))
             .collect();
-        errors.extend(conflicts(rules.iter().enumerate()));
+        // Conflicts among the valid rules only, as the JSON path (which validates while parsing) does.
+        let valid = rules
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| checked[*index].is_ok());
+        let mut errors = conflicts(valid);
+        errors.extend(checked.into_iter().filter_map(Result::err));
         no_errors(errors)?;
         let mut exact: FxHashMap<Box<str>, Arc<AuthorityRule>> = FxHashMap::default();
         let mut regex: Vec<(Regex, Arc<AuthorityRule>)> = Vec::new();

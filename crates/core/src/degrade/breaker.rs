@@ -180,10 +180,18 @@ pub(crate) struct Breaker {
 
 impl Breaker {
     /// Takes over `from`'s state and counts: `self` replaces it for a rule reloaded with only its
-    /// presentation changed (an open breaker stays open: CB-06).
+    /// presentation changed (an open breaker stays open: CB-06). A probe in flight reports to `from`,
+    /// so here it becomes an open state whose retry is due: the next call probes again (left half-open,
+    /// the breaker blocked everything until the probe's deadline, then reopened for a whole window).
     pub(crate) fn copy_state(&self, from: &Breaker) {
-        self.word
-            .store(from.word.load(Ordering::Acquire), Ordering::Release);
+        let word = Word::unpack(from.word.load(Ordering::Acquire));
+        let word = match word.phase {
+            Phase::Reserved | Phase::HalfOpen => {
+                word.with(Phase::Open, word.time.saturating_sub(from.probe_timeout_ms))
+            }
+            Phase::Closed | Phase::Open => word,
+        };
+        self.word.store(word.pack(), Ordering::Release);
         self.bucket.copy_state(&from.bucket);
     }
 
