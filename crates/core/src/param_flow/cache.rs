@@ -154,17 +154,7 @@ impl Shard {
     /// Runs `f` on the state of the value in slot `pos`.
     #[inline(always)]
     fn with_slot<R>(&mut self, pos: usize, threshold: i64, f: impl FnOnce(&mut Cell) -> R) -> R {
-        let s = self.slots[pos];
-        let threshold = if s.meta & OWN_THRESHOLD != 0 {
-            self.keys[s.key()].threshold
-        } else {
-            threshold
-        };
-        let mut cell = Cell {
-            stamp: s.stamp,
-            level: s.level,
-            threshold,
-        };
+        let mut cell = self.cell(pos, threshold);
         let r = f(&mut cell);
         let s = &mut self.slots[pos];
         s.stamp = cell.stamp;
@@ -172,7 +162,8 @@ impl Shard {
         r
     }
 
-    /// The state of the value in slot `pos`.
+    /// The state of the value in slot `pos` (`threshold` unless the value has its own).
+    #[inline(always)]
     fn cell(&self, pos: usize, threshold: i64) -> Cell {
         let s = &self.slots[pos];
         Cell {
