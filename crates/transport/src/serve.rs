@@ -7,12 +7,14 @@
 //! read) closes its connection, at most [`MAX_CONNECTIONS`] connections are open at once (more are
 //! closed as they arrive), and a stop waits at most [`SHUTDOWN_GRACE`] for requests in progress before
 //! it closes the rest. Bodies have their own deadline where they are read (the command handler).
+//! Requests carry their client's address as an `axum::extract::ConnectInfo<SocketAddr>`.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
+use axum::extract::ConnectInfo;
+use axum::{Extension, Router};
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
@@ -41,11 +43,11 @@ pub(crate) async fn serve(listener: TcpListener, app: Router, stop: impl Future<
         .header_read_timeout(HEADER_TIMEOUT);
     let mut stop = std::pin::pin!(stop);
     loop {
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             () = &mut stop => break,
             Some(_) = connections.join_next(), if !connections.is_empty() => continue,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(error) => {
                     // Out of file descriptors, say: let others close theirs, then try again.
                     tracing::debug!(%error, "the agent could not accept a connection");
@@ -60,7 +62,8 @@ pub(crate) async fn serve(listener: TcpListener, app: Router, stop: impl Future<
         };
         let connection = builder.serve_connection(
             TokioIo::new(WriteDeadline::new(stream, WRITE_TIMEOUT)),
-            TowerToHyperService::new(app.clone()),
+            // The client's address, for the handlers (`ConnectInfo`, as `axum::serve` gives it).
+            TowerToHyperService::new(app.clone().layer(Extension(ConnectInfo(peer)))),
         );
         connections.spawn(async move {
             if let Err(error) = connection.await {

@@ -142,6 +142,7 @@ fn odd_resource_names_round_trip_decoded_exactly_once() {
         "ü",
         "with space",
         "#hash",
+        " padded ",
         long.as_str(),
     ];
     let rules: Vec<Value> = names
@@ -174,6 +175,17 @@ fn odd_resource_names_round_trip_decoded_exactly_once() {
         serde_json::from_str::<Value>(&node).unwrap()["resource"],
         "a+b"
     );
+    // Values are not trimmed: " padded " is not "padded" (RM-02).
+    let (_, node) = get(
+        addr,
+        &format!("clusterNodeById?{}", form(&[("id", " padded ")])),
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&node).unwrap()["resource"],
+        " padded "
+    );
+    // Keywords and numbers still may be.
+    assert_eq!(get(addr, "getRules?type=%20flow%20").0, 200);
 }
 
 #[test]
@@ -378,6 +390,52 @@ fn a_token_guards_every_command() {
         "GET /version HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer s3cret-token\r\nConnection: close\r\n\r\n"
     );
     assert_eq!(raw(addr, request.as_bytes()).0, 200);
+}
+
+#[test]
+fn a_client_that_keeps_failing_the_token_is_refused_for_a_while() {
+    let (_clock, fg) = engine();
+    let agent = builder(&fg).token("s3cret-token").start().unwrap();
+    let addr = agent.local_addr();
+    // Ten failures are answered 401 (in the query, in a header before a body is read, or none).
+    for i in 0..10 {
+        let status = match i % 3 {
+            0 => get(addr, "version?token=guess").0,
+            1 => {
+                let request = format!(
+                    "POST /setSwitch HTTP/1.1\r\nHost: {addr}\r\nX-Floodgate-Token: guess\r\nContent-Length: 11\r\nConnection: close\r\n\r\nvalue=false"
+                );
+                raw(addr, request.as_bytes()).0
+            }
+            _ => get(addr, "setSwitch?value=false").0,
+        };
+        assert_eq!(status, 401, "failure {}", i + 1);
+    }
+    // Then the client is refused, the right token too, and told for how long.
+    let request = format!(
+        "GET /version HTTP/1.1\r\nHost: {addr}\r\nX-Floodgate-Token: s3cret-token\r\nConnection: close\r\n\r\n"
+    );
+    let (status, head, body) = exchange(addr, request.as_bytes());
+    assert_eq!(status, 429, "{body}");
+    let retry_after: u64 = head
+        .lines()
+        .find_map(|l| l.strip_prefix("retry-after: "))
+        .expect("a Retry-After header")
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&retry_after), "{retry_after}");
+    assert!(body.contains("without a valid token"), "{body}");
+    assert!(fg.is_enabled(), "no failed request changed anything");
+}
+
+#[test]
+fn without_a_token_failures_cannot_happen_and_nobody_is_refused() {
+    let (_clock, fg) = engine();
+    let agent = builder(&fg).start().unwrap();
+    let addr = agent.local_addr();
+    for _ in 0..20 {
+        assert_eq!(get(addr, "version?token=anything").0, 200);
+    }
 }
 
 #[test]

@@ -50,7 +50,7 @@ pub(crate) fn get_switch(state: &CommandState) -> String {
 }
 
 pub(crate) fn set_switch(state: &CommandState, params: &Params) -> Result<String, CommandError> {
-    let value = match params.get("value") {
+    let value = match params.word("value") {
         Some("true") => true,
         Some("false") => false,
         _ => return Err(CommandError::bad_request("value must be `true` or `false`")),

@@ -22,10 +22,10 @@ const MAX_LINES: usize = 12000;
 const MAX_RANGE_LINES: usize = 100_000;
 
 pub(crate) fn metric(state: &CommandState, params: &Params) -> String {
-    let Some(start) = params.get("startTime").and_then(|s| s.parse::<u64>().ok()) else {
+    let Some(start) = params.word("startTime").and_then(|s| s.parse::<u64>().ok()) else {
         return String::new();
     };
-    let end = params.get("endTime").and_then(|s| s.parse::<u64>().ok());
+    let end = params.word("endTime").and_then(|s| s.parse::<u64>().ok());
     let mut out = String::new();
     match end {
         Some(end) => {
@@ -42,7 +42,7 @@ pub(crate) fn metric(state: &CommandState, params: &Params) -> String {
         }
         None => {
             let max = params
-                .get("maxLines")
+                .word("maxLines")
                 .and_then(|s| s.parse::<usize>().ok())
                 .unwrap_or(DEFAULT_MAX_LINES)
                 .min(MAX_LINES);

@@ -2,11 +2,13 @@
 //!
 //! A request names its command in the path; parameters come from the query string and, for POST, from an
 //! `application/x-www-form-urlencoded` body (merged, body last). Every key and value is URL-decoded exactly
-//! once — unlike Sentinel, which decodes rule `data` a second time and turns `a+b` into `a b` (RM-02).
+//! once — unlike Sentinel, which decodes rule `data` a second time and turns `a+b` into `a b` (RM-02) —
+//! and values are kept as sent (a resource may be named `" a "`; keywords and numbers are trimmed).
 //! Answers are plain text: 200 with the command's body, 400 with the error message (`Unknown command
-//! \`name\`` for unknown ones, or more than 64 parameters), 401 without the configured token, 405 for a
-//! method other than GET and POST, 408 for a body slower than 10 s, 413 for a body over the limit, 415
-//! for a POST that is not a form (and 404 for any path but `/metrics` on the Prometheus port). `metrics`
+//! \`name\`` for unknown ones, or more than 64 parameters), 401 without the configured token, 429 (with
+//! `Retry-After`) to a client that failed the token check 10 times within a minute, until that minute
+//! ends, whatever token it sends (see `auth_failures`), 405 for a method other than GET and POST, 408
+//! for a body slower than 10 s, 413 for a body over the limit, 415 for a POST that is not a form (and 404 for any path but `/metrics` on the Prometheus port). `metrics`
 //! answers the Prometheus text format (with its content type).
 //!
 //! Requests a browser makes for a web page are refused with 403, token or not: binding to loopback does
@@ -17,7 +19,14 @@
 //! [`allowed_hosts`](crate::AgentConfig::allowed_hosts) (with a token a page cannot get in anyway, and
 //! any name may address the agent). Sentinel's dashboard, `curl` and Prometheus send neither header.
 //! A browser too old to send `Sec-Fetch-Site` still lets a page trigger a GET without a token: set one.
+//!
+//! An audit trail, on the `tracing` target `floodgate::audit`: every command that changes the agent's
+//! state (`setRules`, `setParamFlowRules`, `setSwitch`) with the client's address, the rule type or
+//! value and the answer (`info`; `warn` when refused), and failed token checks (`warn`: a client's first
+//! of its minute, and the one that gets it refused; not those between, so a flood does not flood the
+//! log).
 
+mod auth_failures;
 mod info;
 mod metric;
 mod nodes;
@@ -25,15 +34,19 @@ mod rules;
 
 pub use info::SENTINEL_VERSION;
 
+use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use axum::Router;
 use axum::body::{Body, to_bytes};
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Router};
 use floodgate_core::Floodgate;
+
+pub(crate) use auth_failures::AuthFailures;
+use auth_failures::{Failure, MAX_FAILURES, WINDOW};
 
 use crate::host::HostInfo;
 use crate::metric_store::MetricStore;
@@ -52,6 +65,8 @@ pub struct CommandState {
     pub(crate) max_body_bytes: usize,
     /// Host names requests may address the agent by, besides IPs, `localhost` and the machine's name.
     pub(crate) allowed_hosts: Vec<String>,
+    /// Failed token checks per client.
+    pub(crate) auth_failures: AuthFailures,
 }
 
 /// A command's failure: the status and the plain-text message.
@@ -108,7 +123,9 @@ impl Params {
             if self.0.len() == MAX_PARAMS {
                 return false;
             }
-            self.0.push((key.to_owned(), v.trim().to_owned()));
+            // Values are kept as sent: a resource may be named " a " (RM-02). Words and numbers are
+            // trimmed where they are read (`word`).
+            self.0.push((key.to_owned(), v.into_owned()));
         }
         true
     }
@@ -122,9 +139,14 @@ impl Params {
             .map(|(_, v)| v.as_str())
     }
 
-    /// The value of `key` if present and not blank.
+    /// The last value of `key`, trimmed: for keywords, numbers and tokens.
+    pub(crate) fn word(&self, key: &str) -> Option<&str> {
+        self.get(key).map(str::trim)
+    }
+
+    /// The value of `key` as sent, if present and not blank.
     pub(crate) fn non_blank(&self, key: &str) -> Option<&str> {
-        self.get(key).filter(|v| !v.is_empty())
+        self.get(key).filter(|v| !v.trim().is_empty())
     }
 }
 
@@ -200,6 +222,7 @@ pub(crate) fn metrics_app(state: Arc<CommandState>) -> Router {
 
 async fn metrics_only(
     state: State<Arc<CommandState>>,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
@@ -211,7 +234,7 @@ async fn metrics_only(
             "only /metrics is served here".to_owned(),
         );
     }
-    handle(state, method, uri, headers, body).await
+    handle(state, peer, method, uri, headers, body).await
 }
 
 fn token_matches(expected: &str, given: &str) -> bool {
@@ -280,15 +303,55 @@ fn authorized(state: &CommandState, headers: &HeaderMap, params: &Params) -> boo
         return true;
     };
     header_token(headers)
-        .or_else(|| params.get("token"))
+        .or_else(|| params.word("token"))
         .is_some_and(|given| token_matches(expected, given))
 }
 
-fn unauthorized() -> Response {
+/// The answer to a failed token check by `peer`, counted and logged (the first failure of a client's
+/// window and the one that locks it out at `warn`, on target `floodgate::audit`).
+fn unauthorized(state: &CommandState, peer: Option<SocketAddr>, command: &str) -> Response {
+    let peer_text = peer.map_or_else(|| "unknown".to_owned(), |p| p.to_string());
+    match peer.map(|p| state.auth_failures.record(p.ip(), Instant::now())) {
+        Some(Failure::First) | None => tracing::warn!(
+            target: "floodgate::audit",
+            peer = %peer_text,
+            command,
+            "refused a request without a valid token"
+        ),
+        Some(Failure::LockedOut) => tracing::warn!(
+            target: "floodgate::audit",
+            peer = %peer_text,
+            command,
+            "refusing a client for {} s after {MAX_FAILURES} requests without a valid token",
+            WINDOW.as_secs()
+        ),
+        Some(Failure::Again) => {}
+    }
     text(
         StatusCode::UNAUTHORIZED,
         "a valid token is required".to_owned(),
     )
+}
+
+/// The answer to a client refused for failing too many token checks, for `left` more.
+fn locked_out(left: Duration) -> Response {
+    let seconds = left.as_secs() + u64::from(left.subsec_nanos() > 0);
+    (
+        StatusCode::TOO_MANY_REQUESTS,
+        [
+            (header::CONTENT_TYPE, TEXT.to_owned()),
+            (header::RETRY_AFTER, seconds.to_string()),
+        ],
+        format!(
+            "too many requests without a valid token: refused for {seconds} s more, whatever the token"
+        ),
+    )
+        .into_response()
+}
+
+/// The commands that change the agent's state: each is logged with its client and outcome.
+fn changes_state(command: &str) -> bool {
+    matches!(command, "setRules" | "setParamFlowRules" | "setSwitch")
 }
 
 fn too_many_params() -> Response {
@@ -300,15 +363,23 @@ fn too_many_params() -> Response {
 
 async fn handle(
     State(state): State<Arc<CommandState>>,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    let peer = peer.map(|Extension(ConnectInfo(addr))| addr);
     if let Some(reason) = browser_refusal(&state, &headers) {
         return text(StatusCode::FORBIDDEN, reason);
     }
     let command = uri.path().trim_start_matches('/').to_owned();
+    if state.token.is_some() {
+        let refused = peer.and_then(|p| state.auth_failures.refused_for(p.ip(), Instant::now()));
+        if let Some(left) = refused {
+            return locked_out(left);
+        }
+    }
     let mut params = Params::default();
     if let Some(query) = uri.query() {
         if !params.extend_from_form(query.as_bytes()) {
@@ -332,7 +403,7 @@ async fn handle(
         // A token in a header is checked before the body is read: without the right one, a client
         // cannot make the agent read and parse a body.
         if header_token(&headers).is_some() && !authorized(&state, &headers, &Params::default()) {
-            return unauthorized();
+            return unauthorized(&state, peer, &command);
         }
         match tokio::time::timeout(BODY_TIMEOUT, to_bytes(body, state.max_body_bytes)).await {
             Ok(Ok(bytes)) => {
@@ -357,9 +428,33 @@ async fn handle(
         return text(StatusCode::METHOD_NOT_ALLOWED, "use GET or POST".to_owned());
     }
     if !authorized(&state, &headers, &params) {
-        return unauthorized();
+        return unauthorized(&state, peer, &command);
     }
-    match run(&state, &command, &params).await {
+    let result = run(&state, &command, &params).await;
+    if changes_state(&command) {
+        let peer = peer.map_or_else(|| "unknown".to_owned(), |p| p.to_string());
+        let rule_type = params.word("type").unwrap_or_default();
+        match &result {
+            Ok(answer) => tracing::info!(
+                target: "floodgate::audit",
+                peer = %peer,
+                command = %command,
+                rule_type,
+                value = params.word("value").unwrap_or_default(),
+                answer = %answer,
+                "command applied"
+            ),
+            Err(e) => tracing::warn!(
+                target: "floodgate::audit",
+                peer = %peer,
+                command = %command,
+                rule_type,
+                error = %e.message,
+                "command refused"
+            ),
+        }
+    }
+    match result {
         Ok(body) => typed(StatusCode::OK, content_type(&command), body),
         Err(e) => e.into_response(),
     }

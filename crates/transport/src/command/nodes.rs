@@ -37,7 +37,7 @@ fn node_vo(n: &NodeSnapshot, timestamp: u64) -> Map<String, Value> {
 }
 
 pub(crate) fn cluster_node(state: &CommandState, params: &Params) -> String {
-    let not_zero = params.get("type") == Some("notZero");
+    let not_zero = params.word("type") == Some("notZero");
     let ts = now_ms(state);
     let nodes: Vec<Value> = state
         .fg

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::{CommandError, CommandState, Params};
 
 fn rule_type(params: &Params) -> Result<RuleType, CommandError> {
-    let t = params.get("type").unwrap_or_default().to_ascii_lowercase();
+    let t = params.word("type").unwrap_or_default().to_ascii_lowercase();
     match t.as_str() {
         "flow" => Ok(RuleType::Flow),
         "degrade" => Ok(RuleType::Degrade),

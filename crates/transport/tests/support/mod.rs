@@ -29,6 +29,12 @@ pub fn builder(fg: &Floodgate) -> AgentBuilder {
 
 /// Sends `request` as is and returns (status, body).
 pub fn raw(addr: SocketAddr, request: &[u8]) -> (u16, String) {
+    let (status, _, body) = exchange(addr, request);
+    (status, body)
+}
+
+/// Sends `request` as is and returns (status, head, body).
+pub fn exchange(addr: SocketAddr, request: &[u8]) -> (u16, String, String) {
     let mut stream = TcpStream::connect(addr).expect("connect");
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
@@ -61,11 +67,12 @@ pub fn raw(addr: SocketAddr, request: &[u8]) -> (u16, String) {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, decode_chunked(&text, body))
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (
+        status,
+        head.to_owned(),
+        decode_chunked(head, body.to_owned()),
+    )
 }
 
 fn decode_chunked(head: &str, body: String) -> String {

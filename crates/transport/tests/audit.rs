@@ -1,0 +1,141 @@
+//! Commands that change the agent's state, and failed token checks, are logged with the client's address
+//! (target `floodgate::audit`), over a real socket. One test: the recorder is the process's global
+//! subscriber (the agent logs from its own threads).
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Mutex, Once};
+
+use support::*;
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Level, Metadata, Subscriber};
+
+/// One audit event: its level and fields as text.
+#[derive(Debug, Clone)]
+struct Seen {
+    level: Level,
+    fields: BTreeMap<String, String>,
+}
+
+impl Seen {
+    fn field(&self, name: &str) -> &str {
+        self.fields.get(name).map_or("", String::as_str)
+    }
+}
+
+/// The audit events logged and not yet [`taken`].
+static EVENTS: Mutex<Vec<Seen>> = Mutex::new(Vec::new());
+
+/// The process's subscriber: records audit events in [`EVENTS`].
+struct Recorder;
+
+struct Fields<'a>(&'a mut BTreeMap<String, String>);
+
+impl Visit for Fields<'_> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+}
+
+impl Subscriber for Recorder {
+    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
+        metadata.target() == "floodgate::audit"
+    }
+    fn new_span(&self, _: &Attributes<'_>) -> Id {
+        Id::from_u64(1)
+    }
+    fn record(&self, _: &Id, _: &Record<'_>) {}
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+    fn event(&self, event: &Event<'_>) {
+        let mut fields = BTreeMap::new();
+        event.record(&mut Fields(&mut fields));
+        EVENTS.lock().unwrap().push(Seen {
+            level: *event.metadata().level(),
+            fields,
+        });
+    }
+    fn enter(&self, _: &Id) {}
+    fn exit(&self, _: &Id) {}
+}
+
+fn record_audit_events() {
+    static INSTALLED: Once = Once::new();
+    INSTALLED.call_once(|| tracing::subscriber::set_global_default(Recorder).unwrap());
+}
+
+/// The audit events logged since the last call.
+fn taken() -> Vec<Seen> {
+    std::mem::take(&mut *EVENTS.lock().unwrap())
+}
+
+#[test]
+fn changes_and_failed_token_checks_are_logged_with_the_client() {
+    record_audit_events();
+    let (_clock, fg) = engine();
+    let agent = builder(&fg).token("s3cret-token").start().unwrap();
+    let addr = agent.local_addr();
+    let token = ("token", "s3cret-token");
+    taken();
+
+    // Reads are not logged.
+    assert_eq!(get(addr, "getRules?type=flow&token=s3cret-token").0, 200);
+    assert!(taken().is_empty());
+
+    // An accepted rule list, with its client and the answer.
+    let data = r#"[{"resource":"R","count":1}]"#;
+    let pairs = [("type", "flow"), ("data", data), token];
+    assert_eq!(post(addr, "setRules", &pairs).0, 200);
+    let events = taken();
+    assert_eq!(events.len(), 1, "{events:?}");
+    let e = &events[0];
+    assert_eq!(e.level, Level::INFO);
+    assert_eq!(e.field("message"), "command applied");
+    assert_eq!(e.field("command"), "setRules");
+    assert_eq!(e.field("rule_type"), "flow");
+    assert_eq!(e.field("answer"), "success");
+    assert!(e.field("peer").starts_with("127.0.0.1:"), "{e:?}");
+
+    // A refused one, with the error, at warn.
+    let pairs = [("type", "flow"), ("data", r#"[{"count":1}]"#), token];
+    assert_eq!(post(addr, "setRules", &pairs).0, 400);
+    let events = taken();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].level, Level::WARN);
+    assert_eq!(events[0].field("message"), "command refused");
+    assert!(events[0].field("error").contains("resource"), "{events:?}");
+    assert_eq!(fg.flow_rules().len(), 1, "the refused list changed nothing");
+
+    // The switch.
+    assert_eq!(post(addr, "setSwitch", &[("value", "false"), token]).0, 200);
+    let events = taken();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].field("command"), "setSwitch");
+    assert_eq!(events[0].field("value"), "false");
+    assert!(!fg.is_enabled());
+
+    // Failed token checks: the first of a client's window, and the one that locks it out, not the ones
+    // between (a flood of them does not flood the log).
+    for _ in 0..10 {
+        assert_eq!(get(addr, "setSwitch?value=true&token=guess").0, 401);
+    }
+    let events = taken();
+    let messages: Vec<&str> = events.iter().map(|e| e.field("message")).collect();
+    assert_eq!(
+        messages,
+        [
+            "refused a request without a valid token",
+            "refusing a client for 60 s after 10 requests without a valid token"
+        ]
+    );
+    assert!(events.iter().all(|e| e.level == Level::WARN
+        && e.field("command") == "setSwitch"
+        && e.field("peer").starts_with("127.0.0.1:")));
+    assert!(!fg.is_enabled(), "no refused request changed anything");
+}
