@@ -45,6 +45,44 @@ fn qps_reject_admits_count_per_window() {
     assert_eq!(burst(&fg, "R", 8), 5);
 }
 
+/// ST-01: QPS is measured over the node's second window, `sampleCount` buckets sliding by whole buckets.
+/// With Sentinel's default 2 × 500 ms, the passes of a bucket stop counting when it leaves the window:
+/// 5 passes at 400 ms and 5 more at 1000 ms (10 within 600 ms) under a count of 5. More buckets narrow
+/// that: with 10 × 100 ms the passes at 400 ms count until 1400 ms.
+#[test]
+fn a_two_bucket_window_admits_twice_the_count_across_a_boundary_and_more_buckets_narrow_it() {
+    let (clock, fg) = engine();
+    load(&fg, r#"[{"resource":"R","count":5}]"#);
+    clock.set(T0 + 400);
+    assert_eq!(burst(&fg, "R", 8), 5);
+    clock.set(T0 + 1000);
+    assert_eq!(
+        burst(&fg, "R", 8),
+        5,
+        "the bucket of 0–500 ms left the window"
+    );
+
+    let clock = ManualClock::new(T0);
+    let fg = Floodgate::builder()
+        .clock(clock.clone())
+        .second_window(10, 1000)
+        .unwrap()
+        .build();
+    load(&fg, r#"[{"resource":"R","count":5}]"#);
+    clock.set(T0 + 400);
+    assert_eq!(burst(&fg, "R", 8), 5);
+    clock.set(T0 + 1000);
+    assert_eq!(burst(&fg, "R", 8), 0, "the passes at 400 ms still count");
+    clock.set(T0 + 1399);
+    assert_eq!(burst(&fg, "R", 8), 0);
+    clock.set(T0 + 1400);
+    assert_eq!(
+        burst(&fg, "R", 8),
+        5,
+        "the bucket of 400–500 ms left the window"
+    );
+}
+
 #[test]
 fn batch_acquire_counts_permits() {
     let (_clock, fg) = engine();

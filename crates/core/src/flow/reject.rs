@@ -12,6 +12,13 @@
 //! behaves like `2`, and any threshold below `1` (including `0`) rejects every request that asks for a
 //! permit. Nothing is reserved and nothing waits: this is Sentinel's `DefaultController` without the
 //! prioritized "occupy a future window" path.
+//!
+//! The pass QPS is read over the node's second window, which slides by whole buckets (ST-01): with
+//! Sentinel's default of 2 × 500 ms buckets, a bucket's passes stop counting the moment it leaves the
+//! window, so up to twice `count` can pass within a little over half a second across a boundary (5
+//! passes at 400 ms and 5 more at 1000 ms under a count of 5). That is Sentinel's semantics, kept;
+//! more buckets ([`second_window`](crate::FloodgateBuilder::second_window)) stretch the span in which
+//! twice `count` can pass towards a whole second (a little over 900 ms with 10 × 100 ms).
 
 /// The reject-when-over-threshold controller.
 #[derive(Debug, Clone, Copy, PartialEq)]
