@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 use std::time::Duration;
 
 use arc_swap::ArcSwapOption;
@@ -119,6 +119,21 @@ impl ContextData {
     }
 }
 
+/// What a new name past the resource cap gets.
+enum PastCap {
+    /// Not past it (the cap is not reached, or rules name it exactly): a resource of its own.
+    No,
+    /// No rule matches it: none, or [`OVER_CAP_RESOURCE`].
+    Unruled,
+    /// Only regex rules match it, these (a signature): a resource shared with the names they match.
+    Regex(String),
+}
+
+/// Reads `lock`, which holds plain data a panicking writer cannot leave half-made.
+fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Where a new entry hangs in the call tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Parent {
@@ -197,6 +212,9 @@ pub(crate) struct Inner {
     origins: Arena<Box<str>>,
     origin_index: NameIndex,
     create_lock: Mutex<()>,
+    /// The resources names past the cap share when only regex rules match them, by the regex rules
+    /// that match (see `regex_shared_resource`).
+    regex_shared: RwLock<FxHashMap<Box<str>, u32>>,
     enabled: AtomicBool,
     resource_cap_hits: AtomicU64,
     context_cap_hits: AtomicU64,
@@ -232,9 +250,10 @@ impl Inner {
     }
 
     /// The resource named `name`, created on first sight. Past the resource cap, a name no rule names
-    /// gets [`OVER_CAP_RESOURCE`] while system or default degrade rules are in force, else `None`: the entry then passes
-    /// without statistics (a resource with rules is always created, so the cap never turns into
-    /// fail-open).
+    /// gets [`OVER_CAP_RESOURCE`] while system or default degrade rules are in force, else `None`: the
+    /// entry then passes without statistics; a name rules name exactly gets its own resource, and one
+    /// only regex rules match shares a resource with the names the same regex rules match (so the cap
+    /// never turns into fail-open, and regex rules cannot grow the engine without bound).
     #[inline]
     pub(crate) fn resource(&self, name: &str) -> Option<&Resource> {
         if let Some(id) = last_lookup::recall(self.id, name) {
@@ -256,23 +275,68 @@ impl Inner {
     fn create_resource(&self, name: &str) -> Option<&Resource> {
         // Past the cap every name of a flood is new: decided before the engine's lock, so that such
         // entries do not all queue on it (the resources only grow, so the cap stays reached).
-        if self.over_cap(name) {
-            return self.over_cap_resource();
+        match self.past_cap(name) {
+            PastCap::No => {}
+            PastCap::Unruled => return self.over_cap_resource(),
+            PastCap::Regex(signature) => return self.regex_shared_resource(name, signature),
         }
         let guard = self.lock();
         if let Some(id) = self.resource_index.get(name) {
             return self.resources.get(id);
         }
-        if self.over_cap(name) {
-            drop(guard);
-            return self.over_cap_resource();
+        match self.past_cap(name) {
+            PastCap::No => self.push_resource_locked(name),
+            PastCap::Unruled => {
+                drop(guard);
+                self.over_cap_resource()
+            }
+            PastCap::Regex(signature) => {
+                drop(guard);
+                self.regex_shared_resource(name, signature)
+            }
         }
-        self.push_resource_locked(name)
     }
 
-    /// Whether `name`, new, is past the resource cap: the cap is reached and no rule needs it.
-    fn over_cap(&self, name: &str) -> bool {
-        self.resources.len() >= self.config.max_resources && !self.names_in_rules(name)
+    /// What `name`, new, gets with respect to the resource cap.
+    fn past_cap(&self, name: &str) -> PastCap {
+        if self.resources.len() < self.config.max_resources || self.names_exactly(name) {
+            return PastCap::No;
+        }
+        let signature = self.regex_signature(name);
+        if signature.is_empty() {
+            PastCap::Unruled
+        } else {
+            PastCap::Regex(signature)
+        }
+    }
+
+    /// The resource of a new name past the cap that only regex rules match (MEM-03: one resource per
+    /// raw path would grow the engine without bound): the resource of the first such name matched by
+    /// exactly the same regex rules (their `signature`), created for `name` if there is none. The
+    /// names sharing it share its statistics, and so its limits and breakers: stricter, never open.
+    /// A shared resource that rules have since named exactly is no longer shared.
+    fn regex_shared_resource(&self, name: &str, signature: String) -> Option<&Resource> {
+        self.resource_cap_hits.fetch_add(1, Ordering::Relaxed);
+        let shared = |by: &FxHashMap<Box<str>, u32>| {
+            let resource = self.resources.get(*by.get(signature.as_str())?)?;
+            (!self.names_exactly(&resource.name)).then_some(resource)
+        };
+        if let Some(resource) = shared(&read(&self.regex_shared)) {
+            return Some(resource);
+        }
+        let _guard = self.lock();
+        if let Some(resource) = shared(&read(&self.regex_shared)) {
+            return Some(resource);
+        }
+        if let Some(id) = self.resource_index.get(name) {
+            return self.resources.get(id);
+        }
+        let resource = self.push_resource_locked(name)?;
+        self.regex_shared
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(signature.into_boxed_str(), resource.id);
+        Some(resource)
     }
 
     /// The resource of an entry on a new name past the cap: none, or [`OVER_CAP_RESOURCE`] while rules
@@ -321,16 +385,35 @@ impl Inner {
         self.resources.get(id)
     }
 
-    /// Whether any rule names `resource`, or a RELATE rule reads it (such a resource is created even
-    /// past the resource cap: a RELATE rule needs its reference counted).
-    fn names_in_rules(&self, resource: &str) -> bool {
+    /// Whether a rule names `resource` exactly, or a RELATE rule reads it, or a custom slot has rules
+    /// for it (such a resource is created even past the resource cap: a RELATE rule needs its
+    /// reference counted).
+    fn names_exactly(&self, resource: &str) -> bool {
         let flow = self.flow.snapshot();
-        flow.has_rules(resource)
+        flow.names(resource)
             || flow.references(resource, crate::flow::FlowStrategy::Relate)
-            || self.degrade.snapshot().has_rules(resource)
-            || self.authority.snapshot().has_rules(resource)
-            || self.param_flow.snapshot().has_rules(resource)
+            || self.degrade.snapshot().names(resource)
+            || self.authority.snapshot().names(resource)
+            || self.param_flow.snapshot().names(resource)
             || self.chain.has_rules(resource)
+    }
+
+    /// The regex rules of every type that match `resource`, as one string (empty: none match).
+    fn regex_signature(&self, resource: &str) -> String {
+        let mut signature = String::new();
+        self.flow
+            .snapshot()
+            .push_matching_regex(resource, &mut signature);
+        self.degrade
+            .snapshot()
+            .push_matching_regex(resource, &mut signature);
+        self.authority
+            .snapshot()
+            .push_matching_regex(resource, &mut signature);
+        self.param_flow
+            .snapshot()
+            .push_matching_regex(resource, &mut signature);
+        signature
     }
 
     /// Whether any rule of `rule_type` is in force.
@@ -1276,7 +1359,11 @@ impl FloodgateBuilder {
 
     /// How many resources get statistics (default 6000). Past it, entries on new resources without rules
     /// pass uncounted, unless system or default (`"*"`) degrade rules are in force: then they share
-    /// [`OVER_CAP_RESOURCE`]. Resources with rules are always created and checked.
+    /// [`OVER_CAP_RESOURCE`]. Resources that rules name exactly are always created and checked. New names
+    /// that only regex rules match (one per raw URL path, say) share one resource per set of matching
+    /// regex rules, the first such name's: checked by those rules, with the statistics, limits and
+    /// breakers of all of them together (stricter, never open). Each entry on such a name matches the
+    /// regex rules again (microseconds, not nanoseconds): keep resource names templates.
     pub fn max_resources(mut self, max: usize) -> Self {
         self.config.max_resources = max;
         self
@@ -1434,6 +1521,7 @@ impl FloodgateBuilder {
             origins: Arena::default(),
             origin_index: NameIndex::default(),
             create_lock: Mutex::new(()),
+            regex_shared: RwLock::default(),
             enabled: AtomicBool::new(true),
             resource_cap_hits: AtomicU64::new(0),
             context_cap_hits: AtomicU64::new(0),

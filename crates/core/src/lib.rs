@@ -34,7 +34,8 @@
 //!   the global inbound node.
 //! * Caps, so that names a client chooses cannot grow the engine without bound: 6000 resources
 //!   ([`FloodgateBuilder::max_resources`]; past it a name no rule names passes uncounted, or shares
-//!   [`OVER_CAP_RESOURCE`] while system or default `"*"` degrade rules are in force), 2000 contexts, 1000
+//!   [`OVER_CAP_RESOURCE`] while system or default `"*"` degrade rules are in force, and names only
+//!   regex rules match share one resource per set of matching rules), 2000 contexts, 1000
 //!   origins per resource, and 10,000 distinct origin names in the engine (past it, a context's new
 //!   origin that no rule names is [`OVER_CAP_ORIGIN`]; origins rules name keep their names).
 //! * [`Slot`]s, registered with an order ([`register_slot!`]) and assembled per engine by

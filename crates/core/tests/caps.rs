@@ -52,8 +52,8 @@ fn past_the_resource_cap_rule_less_resources_pass_uncounted_and_ruled_ones_are_c
 #[test]
 fn regex_rules_apply_to_every_name_past_the_cap() {
     use floodgate_core::RuleType;
-    // A bound on the resources regex rules make (one per raw path, say) was tried and reverted: past
-    // it, their names passed unchecked, and a black-listed caller could outgrow the list.
+    // Past the cap, names only regex rules match share a resource per set of matching rules: still
+    // checked (a bound that let them pass unchecked was tried and reverted).
     let fg = Floodgate::builder()
         .clock(ManualClock::new(T0))
         .max_resources(10)
@@ -100,6 +100,94 @@ fn regex_rules_apply_to_every_name_past_the_cap() {
         )
         .unwrap();
     assert!(capped.entry("R1").enter().is_err(), "a cap of 0 too");
+    // 200 paths made the 10 resources of the cap, then one per regex rule (MEM-03).
+    assert_eq!(fg.stats().resources, 12);
+    assert_eq!(capped.stats().resources, 1);
+}
+
+#[test]
+fn past_the_cap_names_matched_by_the_same_regex_rules_share_their_limits() {
+    use floodgate_core::RuleType;
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(T0))
+        .max_resources(3)
+        .build();
+    fg.load_rules_json(
+        RuleType::Flow,
+        r#"[{"resource":"GET:/users/.*","regex":true,"count":5},
+            {"resource":"GET:/users/admin-.*","regex":true,"count":1000}]"#,
+    )
+    .unwrap();
+    for name in ["a", "b", "c"] {
+        drop(fg.entry(name).enter().unwrap());
+    }
+    // Past the cap: 100 distinct users, one call each, share the first one's resource and its 5 a
+    // second (each had its own 5 before).
+    let passed = (0..100)
+        .filter(|i| fg.entry(&format!("GET:/users/{i}")).enter().is_ok())
+        .count();
+    assert_eq!(passed, 5);
+    assert_eq!(fg.stats().resources, 4);
+    let shared = fg.cluster_node("GET:/users/0").unwrap();
+    assert_eq!((shared.pass_qps(), shared.block_qps()), (5.0, 95.0));
+    assert!(
+        fg.cluster_node("GET:/users/1").is_none(),
+        "no resource of its own"
+    );
+    // Names matched by another set of regex rules share another resource.
+    assert!(fg.entry("GET:/users/admin-1").enter().is_ok());
+    assert!(fg.entry("GET:/users/admin-2").enter().is_ok());
+    assert_eq!(fg.stats().resources, 5);
+    assert_eq!(
+        fg.cluster_node("GET:/users/admin-1").unwrap().pass_qps(),
+        2.0
+    );
+
+    // A rule naming the shared resource's name exactly is that name's own: the others move on to a
+    // resource of their own signature, which that rule does not apply to.
+    fg.load_rules_json(
+        RuleType::Flow,
+        r#"[{"resource":"GET:/users/.*","regex":true,"count":5},
+            {"resource":"GET:/users/0","count":0}]"#,
+    )
+    .unwrap();
+    assert_eq!(
+        fg.entry("GET:/users/0").enter().unwrap_err().kind(),
+        BlockKind::Flow
+    );
+    assert!(fg.entry("GET:/users/7").enter().is_ok());
+    assert!(
+        fg.cluster_node("GET:/users/7").is_some(),
+        "the new shared one"
+    );
+    assert!(fg.entry("GET:/users/8").enter().is_ok());
+    assert_eq!(fg.cluster_node("GET:/users/7").unwrap().pass_qps(), 2.0);
+    assert_eq!(fg.stats().resources, 6);
+}
+
+#[test]
+fn past_the_cap_a_regex_breaker_is_shared_by_the_names_it_matches() {
+    use floodgate_core::RuleType;
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(T0))
+        .max_resources(0)
+        .build();
+    // Error count: more than 2 errors in a 1 s window open the breaker for 10 s.
+    fg.load_rules_json(
+        RuleType::Degrade,
+        r#"[{"resource":"GET:/files/.*","regex":true,"grade":2,"count":2,"timeWindow":10,
+             "minRequestAmount":1,"statIntervalMs":1000}]"#,
+    )
+    .unwrap();
+    for i in 0..3 {
+        let name = format!("GET:/files/{i}");
+        let entry = fg.entry(&name).enter().unwrap();
+        entry.trace(&std::io::Error::other("failed"));
+    }
+    // Three names erred once each: the shared breaker opened for every name it matches.
+    let block = fg.entry("GET:/files/99").enter().unwrap_err();
+    assert_eq!(block.kind(), BlockKind::Degrade);
+    assert_eq!(fg.stats().resources, 1);
 }
 
 #[test]

@@ -14,7 +14,9 @@ use rustc_hash::FxHashMap;
 
 use super::rule::AuthorityRule;
 use crate::engine::Resource;
-use crate::rules::{Published, ResourceTable, RuleError, applicable, no_errors, whole_name_regex};
+use crate::rules::{
+    Published, ResourceTable, RuleError, applicable, no_errors, push_matching, whole_name_regex,
+};
 
 /// An immutable set of authority rules.
 #[derive(Debug, Default)]
@@ -45,9 +47,14 @@ impl AuthoritySnapshot {
         applicable(self.exact.get(resource).cloned(), &self.regex, resource).into_boxed_slice()
     }
 
-    /// Whether some rule names `resource` (exactly or by regex).
-    pub(crate) fn has_rules(&self, resource: &str) -> bool {
-        self.exact.contains_key(resource) || self.regex.iter().any(|(re, _)| re.is_match(resource))
+    /// Whether some rule names `resource` exactly.
+    pub(crate) fn names(&self, resource: &str) -> bool {
+        self.exact.contains_key(resource)
+    }
+
+    /// Appends the regex rules matching `resource` to `signature` (see `rules::push_matching`).
+    pub(crate) fn push_matching_regex(&self, resource: &str, signature: &mut String) {
+        push_matching(&self.regex, resource, 'a', signature);
     }
 
     /// The rules in load order (repeated rules included).

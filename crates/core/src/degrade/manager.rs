@@ -171,6 +171,16 @@ impl DegradeSnapshot {
         self.index.has_rules(resource)
     }
 
+    /// Whether some rule names `resource` exactly.
+    pub(crate) fn names(&self, resource: &str) -> bool {
+        self.index.names(resource)
+    }
+
+    /// Appends the regex rules matching `resource` to `signature` (see `rules::push_matching`).
+    pub(crate) fn push_matching_regex(&self, resource: &str, signature: &mut String) {
+        self.index.push_matching(resource, 'd', signature);
+    }
+
     /// The rules in load order.
     pub(crate) fn rules(&self) -> impl Iterator<Item = &DegradeRule> {
         self.in_order.iter().map(|s| &*s.rule)

@@ -205,9 +205,14 @@ impl FlowSnapshot {
         (!rules.is_empty()).then(|| ResourceRules::new(rules))
     }
 
-    /// Whether some rule names `resource` (exactly or by regex).
-    pub(crate) fn has_rules(&self, resource: &str) -> bool {
-        self.index.has_rules(resource)
+    /// Whether some rule names `resource` exactly.
+    pub(crate) fn names(&self, resource: &str) -> bool {
+        self.index.names(resource)
+    }
+
+    /// Appends the regex rules matching `resource` to `signature` (see `rules::push_matching`).
+    pub(crate) fn push_matching_regex(&self, resource: &str, signature: &mut String) {
+        self.index.push_matching(resource, 'f', signature);
     }
 
     /// Whether some rule of `strategy` names `name` as its `refResource` (a RELATE rule's resource, a

@@ -319,9 +319,14 @@ impl ParamSnapshot {
         (!rules.is_empty()).then_some(rules)
     }
 
-    /// Whether some rule names `resource` (exactly or by regex).
-    pub(crate) fn has_rules(&self, resource: &str) -> bool {
-        self.index.has_rules(resource)
+    /// Whether some rule names `resource` exactly.
+    pub(crate) fn names(&self, resource: &str) -> bool {
+        self.index.names(resource)
+    }
+
+    /// Appends the regex rules matching `resource` to `signature` (see `rules::push_matching`).
+    pub(crate) fn push_matching_regex(&self, resource: &str, signature: &mut String) {
+        self.index.push_matching(resource, 'p', signature);
     }
 
     /// The rules in load order.

@@ -25,7 +25,7 @@ pub(crate) use json::{RuleFields, RuleItem, parse_rule_items, rule_head, to_json
 pub(crate) use published::Published;
 pub(crate) use reload::{carry_over, whole_name_regex};
 pub(crate) use resource_table::ResourceTable;
-pub(crate) use rule_index::{RuleIndex, applicable};
+pub(crate) use rule_index::{RuleIndex, applicable, push_matching};
 
 /// The kinds of rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -65,7 +65,17 @@ impl<S> RuleIndex<S> {
 
     /// Whether some rule names `name`, exactly or by regex.
     pub(crate) fn has_rules(&self, name: &str) -> bool {
-        self.exact.contains_key(name) || self.regex.iter().any(|(re, _)| re.is_match(name))
+        self.names(name) || self.regex.iter().any(|(re, _)| re.is_match(name))
+    }
+
+    /// Whether some rule names `name` exactly.
+    pub(crate) fn names(&self, name: &str) -> bool {
+        self.exact.contains_key(name)
+    }
+
+    /// Appends the regex rules matching `name` to `signature` (see [`push_matching`]).
+    pub(crate) fn push_matching(&self, name: &str, kind: char, signature: &mut String) {
+        push_matching(&self.regex, name, kind, signature);
     }
 
     /// Whether no rule is indexed.
@@ -89,6 +99,22 @@ pub(crate) fn applicable<S>(
                 .map(|(_, s)| s.clone()),
         )
         .collect()
+}
+
+/// Appends to `signature` the expression of every rule of `regex` that matches `name`, in load order,
+/// each tagged with `kind` (the rule type) and ended with a NUL: two names with equal signatures
+/// are matched by the same regex rules.
+pub(crate) fn push_matching<S>(
+    regex: &[(Regex, Arc<S>)],
+    name: &str,
+    kind: char,
+    signature: &mut String,
+) {
+    for (re, _) in regex.iter().filter(|(re, _)| re.is_match(name)) {
+        signature.push(kind);
+        signature.push_str(re.as_str());
+        signature.push('\0');
+    }
 }
 
 #[cfg(test)]
