@@ -314,12 +314,15 @@ impl Inner {
     /// raw path would grow the engine without bound): the resource of the first such name matched by
     /// exactly the same regex rules (their `signature`), created for `name` if there is none. The
     /// names sharing it share its statistics, and so its limits and breakers: stricter, never open.
-    /// A shared resource that rules have since named exactly is no longer shared.
+    /// A shared resource is shared only while the rules in force treat its name as they treat `name`:
+    /// not once rules name it exactly, nor once regex rules loaded since match it and not `name`.
     fn regex_shared_resource(&self, name: &str, signature: String) -> Option<&Resource> {
         self.resource_cap_hits.fetch_add(1, Ordering::Relaxed);
         let shared = |by: &FxHashMap<Box<str>, u32>| {
             let resource = self.resources.get(*by.get(signature.as_str())?)?;
-            (!self.names_exactly(&resource.name)).then_some(resource)
+            (!self.names_exactly(&resource.name)
+                && self.regex_signature(&resource.name) == signature)
+                .then_some(resource)
         };
         if let Some(resource) = shared(&read(&self.regex_shared)) {
             return Some(resource);

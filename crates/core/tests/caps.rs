@@ -163,6 +163,23 @@ fn past_the_cap_names_matched_by_the_same_regex_rules_share_their_limits() {
     assert!(fg.entry("GET:/users/8").enter().is_ok());
     assert_eq!(fg.cluster_node("GET:/users/7").unwrap().pass_qps(), 2.0);
     assert_eq!(fg.stats().resources, 6);
+
+    // A regex rule loaded since matches the shared resource's name (7), and not another name of its
+    // old signature (9): that one gets a resource of its own, not the rules of 7.
+    fg.load_rules_json(
+        RuleType::Flow,
+        r#"[{"resource":"GET:/users/.*","regex":true,"count":5},
+            {"resource":"GET:/users/[7-8]","regex":true,"count":0}]"#,
+    )
+    .unwrap();
+    assert!(
+        fg.entry("GET:/users/8").enter().is_err(),
+        "matched by [7-8]"
+    );
+    assert!(
+        fg.entry("GET:/users/9").enter().is_ok(),
+        "not matched by [7-8]: not on the resource of 7"
+    );
 }
 
 #[test]
