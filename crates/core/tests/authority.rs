@@ -128,6 +128,20 @@ fn a_resource_takes_one_rule() {
     );
     assert!(!passes(&fg, "R", "bot"), "the rules in force stay");
     assert_eq!(fg.authority_rules().len(), 1);
+    // Rules that admit the same origins are one rule (the first kept): another id, the tokens in
+    // another order or repeated.
+    load(
+        &fg,
+        r#"[{"id":1,"resource":"R","limitApp":"bot,crawler","strategy":1},{"id":2,"resource":"R","limitApp":"crawler,bot,bot","strategy":1}]"#,
+    );
+    assert_eq!(fg.authority_rules().len(), 2);
+    assert!(!passes(&fg, "R", "crawler") && !passes(&fg, "R", "bot") && passes(&fg, "R", "appA"));
+    let white =
+        r#"[{"resource":"R","limitApp":"bot","strategy":1},{"resource":"R","limitApp":"bot"}]"#;
+    assert!(
+        fg.load_rules_json(RuleType::Authority, white).is_err(),
+        "the same origins, the other strategy: a conflict"
+    );
     // The same rule twice is one rule; a regex rule with the same text is another resource.
     load(
         &fg,

@@ -64,7 +64,8 @@ impl AuthoritySnapshot {
 }
 
 /// The rules of a list (with their positions) that name a resource an earlier, different rule names: a
-/// resource takes one rule (the same rule twice is one rule).
+/// resource takes one rule (the same rule twice is one rule, and so are two rules that admit the same
+/// origins: another `id`, the tokens in another order; the first is kept).
 pub(crate) fn conflicts<'r>(
     rules: impl IntoIterator<Item = (usize, &'r AuthorityRule)>,
 ) -> Vec<RuleError> {
@@ -74,7 +75,7 @@ pub(crate) fn conflicts<'r>(
         let (earlier, kept) = *first
             .entry((rule.regex, rule.resource.as_str()))
             .or_insert((index, rule));
-        if kept != rule {
+        if !kept.decides_like(rule) {
             errors.push(RuleError::invalid(
                 index,
                 "resource",

@@ -97,6 +97,18 @@ impl AuthorityRule {
         self.limit_app.split(',').any(|app| app == origin)
     }
 
+    /// Whether this rule and `other` admit exactly the same origins: the same strategy and the same
+    /// set of tokens (in any order, repeated or not; `id` aside).
+    pub(crate) fn decides_like(&self, other: &AuthorityRule) -> bool {
+        fn tokens(rule: &AuthorityRule) -> Vec<&str> {
+            let mut tokens: Vec<&str> = rule.limit_app.split(',').collect();
+            tokens.sort_unstable();
+            tokens.dedup();
+            tokens
+        }
+        self.strategy == other.strategy && tokens(self) == tokens(other)
+    }
+
     /// Whether an entry from `origin` passes this rule. An empty origin always passes.
     pub fn admits(&self, origin: &str) -> bool {
         if origin.is_empty() {
