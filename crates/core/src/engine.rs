@@ -162,6 +162,7 @@ pub const OVER_CAP_RESOURCE: &str = "__over_resource_cap__";
 
 /// An engine setting was invalid.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// The window geometry.
     #[error(transparent)]

@@ -25,6 +25,7 @@ const PORT_SEARCH_SPAN: u16 = 32;
 
 /// The agent could not start.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum AgentError {
     /// Binding a non-loopback address needs a token: the command API changes rules.
     #[error(

@@ -34,6 +34,7 @@ pub const DEFAULT_PORT: u16 = 8719;
 
 /// A configuration value was invalid.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// A variable held a value that does not parse.
     #[error("{name}: invalid value `{value}` ({reason})")]

@@ -92,6 +92,7 @@ impl FromStr for RuleType {
 
 /// A rule list was rejected; the rules in force did not change.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum RuleError {
     /// The text was not JSON.
     #[error("invalid JSON: {0}")]

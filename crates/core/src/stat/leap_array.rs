@@ -71,6 +71,7 @@ const CELLS: usize = 7;
 
 /// Why a window geometry is invalid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum WindowError {
     /// The sample count was zero.
     #[error("sample count must be positive")]
