@@ -330,3 +330,40 @@ fn every_new_engine_counts_its_blocks() {
         assert_eq!(counts[0].2, 3, "round {round}");
     }
 }
+
+#[test]
+fn system_rules_that_only_ever_meet_outbound_entries_are_warned_about_once_per_load() {
+    use floodgate_core::{EntryType, SystemRule};
+    let _serial = serial();
+    let (_clock, fg) = engine();
+    let rules = || [SystemRule::new().qps(1e9)];
+    fg.load_system_rules(rules()).unwrap();
+    let outbound = |n: usize| {
+        for _ in 0..n {
+            drop(fg.entry("call-out").enter().unwrap());
+        }
+    };
+    let recorder = record(|| outbound(999));
+    assert!(recorder.with_target("floodgate::system").is_empty());
+    let recorder = record(|| outbound(2000));
+    let warnings = recorder.with_target("floodgate::system");
+    assert_eq!(warnings.len(), 1, "once: {warnings:?}");
+    assert_eq!(warnings[0].level, Level::WARN);
+    assert_eq!(warnings[0].field("outbound"), "1000");
+    assert!(warnings[0].field("message").contains("EntryType::In"));
+
+    // A new load is warned about afresh; once an inbound entry was seen, never again.
+    let recorder = record(|| {
+        fg.load_system_rules(rules()).unwrap();
+        outbound(1000);
+        fg.load_system_rules(rules()).unwrap();
+        drop(
+            fg.entry("served")
+                .entry_type(EntryType::In)
+                .enter()
+                .unwrap(),
+        );
+        outbound(5000);
+    });
+    assert_eq!(recorder.with_target("floodgate::system").len(), 1);
+}

@@ -5,6 +5,7 @@
 //! dimension, so a block allocates nothing. When a load or CPU threshold comes into force the probe is
 //! started.
 
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::limit::{SystemLimit, SystemLimitType, SystemThresholds};
@@ -72,12 +73,22 @@ pub struct SystemStatus {
     pub thresholds: SystemThresholds,
 }
 
+/// How many outbound entries, with system rules in force and no inbound entry seen yet, make the
+/// engine warn that the rules check nothing (SY-06).
+pub(crate) const OUTBOUND_BEFORE_WARNING: u32 = 1000;
+
 /// The engine's system rules and probe.
 #[derive(Debug)]
 pub(crate) struct SystemRules {
     snapshot: Published<SystemSnapshot>,
     pub(crate) probe: Arc<dyn SystemProbe>,
     load_lock: Mutex<()>,
+    /// Whether an inbound entry met system rules in force.
+    inbound_seen: AtomicBool,
+    /// Outbound entries that met the rules of the last load while no inbound entry had been seen.
+    outbound_unchecked: AtomicU32,
+    /// Whether the last load's rules were warned about.
+    warned: AtomicBool,
 }
 
 impl SystemRules {
@@ -86,6 +97,41 @@ impl SystemRules {
             snapshot: Published::new(SystemSnapshot::new(Vec::new()), false),
             probe,
             load_lock: Mutex::new(()),
+            inbound_seen: AtomicBool::new(false),
+            outbound_unchecked: AtomicU32::new(0),
+            warned: AtomicBool::new(false),
+        }
+    }
+
+    /// Notes an inbound entry checked against rules in force.
+    #[inline]
+    pub(crate) fn note_inbound(&self) {
+        if !self.inbound_seen.load(Ordering::Relaxed) {
+            self.inbound_seen.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Notes an outbound entry that met rules in force (which do not check it): past
+    /// [`OUTBOUND_BEFORE_WARNING`] of them with no inbound entry ever seen, warns once per load that
+    /// the rules check nothing (SY-06).
+    #[inline]
+    pub(crate) fn note_outbound(&self) {
+        if !self.inbound_seen.load(Ordering::Relaxed) && !self.warned.load(Ordering::Relaxed) {
+            self.count_outbound();
+        }
+    }
+
+    #[cold]
+    fn count_outbound(&self) {
+        let seen = self.outbound_unchecked.fetch_add(1, Ordering::Relaxed) + 1;
+        if seen >= OUTBOUND_BEFORE_WARNING && !self.warned.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                target: "floodgate::system",
+                outbound = seen,
+                "system rules are in force but every entry so far was outbound, and system rules \
+                 check inbound entries only: enter the requests this service receives with \
+                 `.entry_type(EntryType::In)`"
+            );
         }
     }
 
@@ -123,6 +169,9 @@ impl SystemRules {
         let _guard = self.load_lock.lock().unwrap_or_else(|e| e.into_inner());
         let active = snapshot.is_active();
         self.snapshot.store(Arc::new(snapshot), active);
+        // New rules are warned about afresh.
+        self.outbound_unchecked.store(0, Ordering::Relaxed);
+        self.warned.store(false, Ordering::Relaxed);
         Ok(())
     }
 

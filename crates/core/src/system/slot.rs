@@ -1,7 +1,9 @@
 //! SystemSlot (−5000): adaptive protection of the whole process, for inbound entries only.
 //!
 //! Outbound entries ([`EntryType::Out`], the default) are never checked (SY-06): mark the requests your
-//! service receives with `.entry_type(EntryType::In)`. An inbound entry asking for `count` permits is
+//! service receives with `.entry_type(EntryType::In)`. An engine whose system rules met 1000 outbound
+//! entries and never an inbound one says so, once per rule load (a `warn` event on target
+//! `floodgate::system`): its system rules protect nothing. An inbound entry asking for `count` permits is
 //! checked against the global inbound node (`__total_inbound_traffic__`, figures from before this entry)
 //! and the merged thresholds, in Sentinel's order; the first dimension that refuses blocks it:
 //!
@@ -34,13 +36,16 @@ pub struct SystemSlot;
 impl Slot for SystemSlot {
     #[inline]
     fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
+        let system = &cx.engine.system;
+        if !system.in_force() {
+            return Ok(());
+        }
         if cx.entry_type != EntryType::In {
+            system.note_outbound();
             return Ok(());
         }
-        if !cx.engine.system.in_force() {
-            return Ok(());
-        }
-        let snapshot = cx.engine.system.snapshot();
+        system.note_inbound();
+        let snapshot = system.snapshot();
         if !snapshot.is_active() {
             return Ok(());
         }
