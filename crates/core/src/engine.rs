@@ -179,8 +179,10 @@ pub struct EngineStats {
     pub resources: usize,
     /// Named contexts (the default one included).
     pub contexts: usize,
-    /// Entries on a new resource past the resource cap that had no rules (passed without statistics, or
-    /// counted on [`OVER_CAP_RESOURCE`] while system or default `"*"` degrade rules are in force).
+    /// Entries on a new resource past the resource cap that no rule names exactly (passed without
+    /// statistics, counted on [`OVER_CAP_RESOURCE`] while system or default `"*"` degrade rules are in
+    /// force, or, when only regex rules match them, on the resource shared by the names those rules
+    /// match).
     pub resource_cap_hits: u64,
     /// Entries in a new context past the context cap (run in the default context instead).
     pub context_cap_hits: u64,

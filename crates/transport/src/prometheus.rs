@@ -249,7 +249,7 @@ impl Collector for Scrape {
         ConstGauge::new(self.stats.resources as i64).encode(metric)?;
         let metric = encoder.encode_descriptor(
             "resource_cap_hits",
-            "Entries on new resources past the resource cap (passed uncounted, or counted on the shared over-cap resource).",
+            "Entries on new resources past the resource cap (passed uncounted, or counted on a shared resource).",
             None,
             MetricType::Counter,
         )?;
