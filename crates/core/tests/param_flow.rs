@@ -600,6 +600,39 @@ fn thread_grade_with_lists_and_reloads() {
     assert!(fg.entry("R").args(["b"]).enter().is_ok());
 }
 
+/// FL-08 for hot parameters: a QPS rule reloaded with only its `id` changed (a dashboard numbering its
+/// rules afresh) keeps its values' buckets and pacing; any other change starts afresh.
+#[test]
+fn a_rule_reloaded_with_only_its_id_changed_keeps_its_values_state() {
+    let (clock, fg) = engine();
+    let rule = ParamFlowRule::new("R", 0, 2.0).id(1);
+    fg.load_param_flow_rules([rule.clone()]).unwrap();
+    assert_eq!(burst(&fg, &one("u"), 5), 2);
+    assert_eq!(burst(&fg, &one("v"), 1), 1);
+    fg.load_param_flow_rules([rule.clone().id(2)]).unwrap();
+    assert_eq!(burst(&fg, &one("u"), 5), 0, "u's bucket is still empty");
+    assert_eq!(burst(&fg, &one("v"), 5), 1, "v has one token left");
+    assert_eq!(fg.param_flow_status()[0].values, 2);
+    // A changed count is another rule: its values start afresh.
+    fg.load_param_flow_rules([ParamFlowRule::new("R", 0, 3.0).id(2)])
+        .unwrap();
+    assert_eq!(burst(&fg, &one("u"), 5), 3);
+    // Pacing state too: 1 a second, no queue.
+    let pacing = ParamFlowRule::new("R", 0, 1.0)
+        .control_behavior(ControlBehavior::RateLimiter)
+        .max_queueing_time_ms(0);
+    fg.load_param_flow_rules([pacing.clone().id(1)]).unwrap();
+    assert_eq!(burst(&fg, &one("u"), 3), 1);
+    fg.load_param_flow_rules([pacing.clone().id(2)]).unwrap();
+    assert_eq!(
+        burst(&fg, &one("u"), 3),
+        0,
+        "the next slot is still a second away"
+    );
+    advance(&clock, 1000);
+    assert_eq!(burst(&fg, &one("u"), 3), 1);
+}
+
 #[test]
 fn entries_admitted_before_a_thread_rule_do_not_release_its_counts() {
     let (clock, fg) = engine();

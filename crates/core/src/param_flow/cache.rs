@@ -94,14 +94,14 @@ impl Slot {
 
 /// A stored value, with its own threshold when it differs from the cache's: half a cache line, so
 /// comparing a string touches one line more.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 #[repr(align(32))]
 struct Key {
     value: StoredValue,
     threshold: i64,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Shard {
     /// Open addressing with linear probing: empty or a power of two, at most ¾ full.
     slots: Vec<Slot>,
@@ -318,6 +318,44 @@ impl ValueCache {
             len: AtomicUsize::new(0),
             evictions: AtomicU64::new(0),
             overflows: AtomicU64::new(0),
+        }
+    }
+
+    /// A copy: the same values under the same keys, with their states, and the same counts (for a
+    /// rule reloaded with only its `id` changed). Copied shard by shard: what calls change meanwhile
+    /// in shards already copied is not in the copy.
+    pub(crate) fn duplicate(&self) -> ValueCache {
+        let shards: Box<[Aligned]> = self
+            .shards
+            .iter()
+            .map(|s| {
+                Aligned(Mutex::new(
+                    s.0.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+                ))
+            })
+            .collect();
+        // Exactly the copied values that count against the capacity (exception items do not).
+        let len = shards
+            .iter()
+            .map(|s| {
+                let shard = s.0.lock().unwrap_or_else(|e| e.into_inner());
+                shard
+                    .slots
+                    .iter()
+                    .filter(|slot| slot.meta != 0 && slot.meta & PINNED == 0)
+                    .count()
+            })
+            .sum();
+        ValueCache {
+            shards,
+            shift: self.shift,
+            seed: self.seed,
+            strings: self.strings,
+            threshold: self.threshold,
+            capacity: self.capacity,
+            len: AtomicUsize::new(len),
+            evictions: AtomicU64::new(self.evictions.load(Ordering::Relaxed)),
+            overflows: AtomicU64::new(self.overflows.load(Ordering::Relaxed)),
         }
     }
 

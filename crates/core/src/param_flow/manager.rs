@@ -3,7 +3,10 @@
 //!
 //! A load validates the whole list first (any invalid rule rejects it and changes nothing), drops exact
 //! duplicates (Sentinel keeps rules in a set), and keeps the state of every rule equal to one already in
-//! force, so its per-value buckets and in-flight counts survive unrelated reloads. Rules never change
+//! force, so its per-value buckets and in-flight counts survive unrelated reloads. A QPS rule equal to
+//! one in force but for its `id` (a dashboard numbering its rules afresh) starts with a copy of that
+//! rule's values and their buckets or pacing (FL-08); a THREAD rule so changed starts empty, as the
+//! calls in flight are released to the state that counted them. Rules never change
 //! once loaded: a negative `paramIdx` is resolved per call (Sentinel rewrote the rule on first use: PF-01).
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -69,12 +72,16 @@ pub(crate) struct ParamRuleState {
 }
 
 impl ParamRuleState {
+    /// The state of `rule`; with `from`, the state of a rule equal to it but for its `id`, a QPS rule
+    /// starts with a copy of that state's values (a THREAD rule starts empty: the calls it counted
+    /// are released to the old state, under their generation).
     fn new(
         rule: ParamFlowRule,
         items: Vec<(StoredValue, u32)>,
         capacity: Option<usize>,
         tick_ns: u64,
         generation: u64,
+        from: Option<&ParamRuleState>,
     ) -> Self {
         let threshold = rule.count as i64;
         let controller = match (rule.grade, rule.control_behavior) {
@@ -89,10 +96,17 @@ impl ParamRuleState {
                 Controller::Bucket(TokenBucket::new(rule.burst_count, rule.duration_in_sec))
             }
         };
-        let cache = ValueCache::new(
-            capacity.unwrap_or_else(|| default_capacity(rule.duration_in_sec)),
-            threshold,
-        );
+        let capacity = capacity.unwrap_or_else(|| default_capacity(rule.duration_in_sec));
+        let cache = match from {
+            Some(old)
+                if !matches!(controller, Controller::Threads)
+                    && old.cache.capacity() == capacity
+                    && old.rule.count as i64 == threshold =>
+            {
+                old.cache.duplicate()
+            }
+            _ => ValueCache::new(capacity, threshold),
+        };
         let mut items: Vec<(u64, StoredValue, i64)> = items
             .into_iter()
             .filter_map(|(v, count)| Some((cache.item_hash(&v.view())?, v, i64::from(count))))
@@ -402,9 +416,23 @@ impl ParamFlowRules {
             &old.in_order,
             parsed,
             |s, (r, _)| *s.rule == *r,
-            |_, _| false,
-            |(rule, items), _| {
-                ParamRuleState::new(rule, items, self.capacity, self.tick_ns, generation)
+            |s, (r, _)| {
+                s.rule.id != r.id
+                    && *s.rule
+                        == ParamFlowRule {
+                            id: s.rule.id,
+                            ..r.clone()
+                        }
+            },
+            |(rule, items), similar| {
+                ParamRuleState::new(
+                    rule,
+                    items,
+                    self.capacity,
+                    self.tick_ns,
+                    generation,
+                    similar,
+                )
             },
         );
         let index = RuleIndex::new(&in_order, |s| {
@@ -440,7 +468,7 @@ mod tests {
             .item(super::super::ParamFlowItem::int(42, 100))
             .item(super::super::ParamFlowItem::string("42", 7));
         let items = rule.validate(0).unwrap();
-        let state = ParamRuleState::new(rule, items, None, 0, 0);
+        let state = ParamRuleState::new(rule, items, None, 0, 0, None);
         let threshold = |v: ParamValue<'_>| {
             let n = state.new_value(&v);
             (n.threshold, n.pinned)
