@@ -742,8 +742,9 @@ impl Floodgate {
     }
 
     /// Resolves `resource` once, for callers that enter it often (skips the name lookup per entry).
-    /// `None` past the resource cap when no rule names it (its entries, by name, may then be counted
-    /// on [`OVER_CAP_RESOURCE`], which a handle must not stay on once rules name the resource).
+    /// `None` past the resource cap when no rule names it exactly (its entries, by name, may then be
+    /// counted on [`OVER_CAP_RESOURCE`], or on the resource of another name the same regex rules
+    /// match, which a handle must not stay on once rules name the resource).
     pub fn resource<'a>(&'a self, resource: &str) -> Option<ResourceHandle<'a>> {
         self.inner
             .resource(resource)
@@ -1368,8 +1369,9 @@ impl FloodgateBuilder {
     /// [`OVER_CAP_RESOURCE`]. Resources that rules name exactly are always created and checked. New names
     /// that only regex rules match (one per raw URL path, say) share one resource per set of matching
     /// regex rules, the first such name's: checked by those rules, with the statistics, limits and
-    /// breakers of all of them together (stricter, never open). Each entry on such a name matches the
-    /// regex rules again (microseconds, not nanoseconds): keep resource names templates.
+    /// breakers of all of them together (stricter, never open), and reported under that name (entries,
+    /// blocks, metrics). Each entry on such a name matches the regex rules again (microseconds, not
+    /// nanoseconds): keep resource names templates.
     pub fn max_resources(mut self, max: usize) -> Self {
         self.config.max_resources = max;
         self

@@ -47,7 +47,7 @@ impl Hash for ResourceKey {
 
 impl Floodgate {
     /// `resource` resolved once, to be entered often with [`entry_for`](Self::entry_for) (no name lookup
-    /// per entry). Past the resource cap, when no rule names it, or while the engine is switched off
+    /// per entry). Past the resource cap, when no rule names it exactly, or while the engine is switched off
     /// (which creates no resource), the key keeps only the name and its entries look it up as
     /// [`entry`](Self::entry) does.
     pub fn resource_key(&self, resource: &str) -> ResourceKey {

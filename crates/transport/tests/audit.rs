@@ -99,7 +99,11 @@ fn changes_and_failed_token_checks_are_logged_with_the_client() {
     assert_eq!(e.field("message"), "command applied");
     assert_eq!(e.field("command"), "setRules");
     assert_eq!(e.field("rule_type"), "flow");
-    assert_eq!(e.field("answer"), "success");
+    assert_eq!(
+        e.field("answer"),
+        r#""success""#,
+        "quoted: one line whatever it holds"
+    );
     assert!(e.field("peer").starts_with("127.0.0.1:"), "{e:?}");
 
     // A refused one, with the error, at warn.
@@ -120,19 +124,40 @@ fn changes_and_failed_token_checks_are_logged_with_the_client() {
     assert_eq!(events[0].field("value"), "false");
     assert!(!fg.is_enabled());
 
-    // Failed token checks: the first of a client's window, and the one that locks it out, not the ones
+    // A refused error quoted: one line, whatever the rule text held.
+    let pairs = [
+        ("type", "flow"),
+        ("data", "[{\"resource\":\"a\nb(\",\"regex\":true}]"),
+        token,
+    ];
+    assert_eq!(post(addr, "setRules", &pairs).0, 400);
+    let events = taken();
+    assert!(!events[0].field("error").contains('\n'), "{events:?}");
+
+    // A request without a token: logged at debug, not counted.
+    assert_eq!(get(addr, "setSwitch?value=true").0, 401);
+    let events = taken();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].field("token"), "missing");
+    assert_eq!(
+        events[0].level,
+        Level::DEBUG,
+        "not a guess: a flood of them stays out of warn"
+    );
+    // Wrong tokens: the first of a client's window, and the one that gets it refused, not the ones
     // between (a flood of them does not flood the log).
     for _ in 0..10 {
         assert_eq!(get(addr, "setSwitch?value=true&token=guess").0, 401);
     }
     let events = taken();
     let messages: Vec<&str> = events.iter().map(|e| e.field("message")).collect();
-    assert_eq!(
-        messages,
-        [
-            "refused a request without a valid token",
-            "refusing a client for 60 s after 10 requests without a valid token"
-        ]
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_eq!(messages[0], "refused a request without a valid token");
+    assert_eq!(events[0].field("token"), "wrong");
+    assert!(
+        messages[1].starts_with("refusing a client for ")
+            && messages[1].ends_with(" s after 10 wrong tokens within 60 s"),
+        "{messages:?}"
     );
     assert!(events.iter().all(|e| e.level == Level::WARN
         && e.field("command") == "setSwitch"

@@ -1,11 +1,13 @@
-//! Failed token checks, counted per client: a client that fails [`MAX_FAILURES`] times within
+//! Wrong tokens, counted per client: a client that sends [`MAX_FAILURES`] wrong tokens within
 //! [`WINDOW`] is refused (429) until that window ends, whatever token it sends meanwhile, so a token
-//! cannot be guessed at the speed of the wire (CC-01).
+//! cannot be guessed at the speed of the wire (CC-01). Requests without a token are not counted (they
+//! guess nothing, and a health check on the dashboard's address must not get the dashboard refused).
 //!
 //! A client is its IPv4 address, or the /64 network of its IPv6 address (a host usually holds a whole
 //! /64). A window starts at a client's first failure. At most [`MAX_CLIENTS`] clients are tracked; when
 //! the table is full, finished windows are dropped first, then the client whose window started
-//! earliest.
+//! earliest among those not refused (a flood of new addresses does not free the refused ones), and
+//! only when every client is refused, the earliest of them.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -70,7 +72,11 @@ impl AuthFailures {
         if !clients.contains_key(&key) && clients.len() >= MAX_CLIENTS {
             clients.retain(|_, t| now.saturating_duration_since(t.since) < WINDOW);
             if clients.len() >= MAX_CLIENTS {
-                let earliest = clients.iter().min_by_key(|(_, t)| t.since).map(|(k, _)| *k);
+                // Not refused first, then the earliest window.
+                let earliest = clients
+                    .iter()
+                    .min_by_key(|(_, t)| (t.failures >= MAX_FAILURES, t.since))
+                    .map(|(k, _)| *k);
                 if let Some(earliest) = earliest {
                     clients.remove(&earliest);
                 }
@@ -159,13 +165,12 @@ mod tests {
             failures.record(ip(i), t0 + Duration::from_secs(1));
         }
         assert_eq!(failures.lock().len(), MAX_CLIENTS);
-        // Full, nothing finished: the earliest (client 0, refused) makes room.
-        failures.record(ip(MAX_CLIENTS), t0 + Duration::from_secs(2));
+        // Full, nothing finished: a client not refused makes room, though client 0's window is the
+        // earliest; 0 stays refused.
+        let t2 = t0 + Duration::from_secs(2);
+        failures.record(ip(MAX_CLIENTS), t2);
         assert_eq!(failures.lock().len(), MAX_CLIENTS);
-        assert_eq!(
-            failures.refused_for(ip(0), t0 + Duration::from_secs(2)),
-            None
-        );
+        assert!(failures.refused_for(ip(0), t2).is_some());
         // A minute after the last of them, every window has finished: they all go.
         failures.record(ip(MAX_CLIENTS + 1), t0 + Duration::from_secs(62));
         assert_eq!(failures.lock().len(), 1);

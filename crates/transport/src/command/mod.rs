@@ -6,8 +6,8 @@
 //! and values are kept as sent (a resource may be named `" a "`; keywords and numbers are trimmed).
 //! Answers are plain text: 200 with the command's body, 400 with the error message (`Unknown command
 //! \`name\`` for unknown ones, or more than 64 parameters), 401 without the configured token, 429 (with
-//! `Retry-After`) to a client that failed the token check 10 times within a minute, until that minute
-//! ends, whatever token it sends (see `auth_failures`), 405 for a method other than GET and POST, 408
+//! `Retry-After`) to a client that sent 10 wrong tokens within a minute, until that minute ends,
+//! whatever token it sends (see `auth_failures`; requests without a token are not counted), 405 for a method other than GET and POST, 408
 //! for a body slower than 10 s, 413 for a body over the limit, 415 for a POST that is not a form (and 404 for any path but `/metrics` on the Prometheus port). `metrics`
 //! answers the Prometheus text format (with its content type).
 //!
@@ -22,9 +22,12 @@
 //!
 //! An audit trail, on the `tracing` target `floodgate::audit`: every command that changes the agent's
 //! state (`setRules`, `setParamFlowRules`, `setSwitch`) with the client's address, the rule type or
-//! value and the answer (`info`; `warn` when refused), and failed token checks (`warn`: a client's first
-//! of its minute, and the one that gets it refused; not those between, so a flood does not flood the
-//! log).
+//! value and the answer (`info`; `warn` when refused; client-made text quoted, so one event is one
+//! line), and failed token checks (`warn`: a client's first wrong token of its minute and the one that
+//! gets it refused, not those between, so a flood does not flood the log; at `debug`, each request
+//! without one).
+//! Requests refused before their command runs (405, 408, 413, 415, too many parameters) are not
+//! audited.
 
 mod auth_failures;
 mod info;
@@ -307,24 +310,63 @@ fn authorized(state: &CommandState, headers: &HeaderMap, params: &Params) -> boo
         .is_some_and(|given| token_matches(expected, given))
 }
 
-/// The answer to a failed token check by `peer`, counted and logged (the first failure of a client's
-/// window and the one that locks it out at `warn`, on target `floodgate::audit`).
-fn unauthorized(state: &CommandState, peer: Option<SocketAddr>, command: &str) -> Response {
+/// Whether the request carries a token at all (in a header, or a non-blank `token` parameter).
+fn sent_token(headers: &HeaderMap, params: &Params) -> bool {
+    header_token(headers).is_some() || params.word("token").is_some_and(|t| !t.is_empty())
+}
+
+/// How long more `peer` is refused for failed token checks, if it is (never without a token).
+fn refused_for(state: &CommandState, peer: Option<SocketAddr>) -> Option<Duration> {
+    state.token.as_ref()?;
+    state.auth_failures.refused_for(peer?.ip(), Instant::now())
+}
+
+/// The answer to a failed token check by `peer`. A wrong token (`guessed`) is counted against the
+/// client; a request without one is not (a health check or a scraper left unconfigured must not get
+/// the dashboard on the same address refused). Logged on target `floodgate::audit`: at `warn`, a
+/// client's first wrong token of its window and the one that gets it refused, not those between; at
+/// `debug`, each request without a token.
+fn unauthorized(
+    state: &CommandState,
+    peer: Option<SocketAddr>,
+    command: &str,
+    guessed: bool,
+) -> Response {
     let peer_text = peer.map_or_else(|| "unknown".to_owned(), |p| p.to_string());
-    match peer.map(|p| state.auth_failures.record(p.ip(), Instant::now())) {
+    let now = Instant::now();
+    let failure = match peer {
+        Some(p) if guessed => Some(state.auth_failures.record(p.ip(), now)),
+        _ => None,
+    };
+    match failure {
+        // Without a token (a misconfigured scraper, say), at `debug`: each one would flood the log.
+        None if !guessed => tracing::debug!(
+            target: "floodgate::audit",
+            peer = %peer_text,
+            command,
+            token = "missing",
+            "refused a request without a valid token"
+        ),
         Some(Failure::First) | None => tracing::warn!(
             target: "floodgate::audit",
             peer = %peer_text,
             command,
+            token = "wrong",
             "refused a request without a valid token"
         ),
-        Some(Failure::LockedOut) => tracing::warn!(
-            target: "floodgate::audit",
-            peer = %peer_text,
-            command,
-            "refusing a client for {} s after {MAX_FAILURES} requests without a valid token",
-            WINDOW.as_secs()
-        ),
+        Some(Failure::LockedOut) => {
+            let left = peer
+                .and_then(|p| state.auth_failures.refused_for(p.ip(), now))
+                .unwrap_or_default();
+            tracing::warn!(
+                target: "floodgate::audit",
+                peer = %peer_text,
+                command,
+                "refusing a client for {} s after {MAX_FAILURES} wrong tokens within {} s",
+                seconds(left),
+                WINDOW.as_secs()
+            );
+        }
         Some(Failure::Again) => {}
     }
     text(
@@ -333,18 +375,21 @@ fn unauthorized(state: &CommandState, peer: Option<SocketAddr>, command: &str) -
     )
 }
 
-/// The answer to a client refused for failing too many token checks, for `left` more.
+/// `d` in whole seconds, rounded up.
+fn seconds(d: Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
+}
+
+/// The answer to a client refused for sending too many wrong tokens, for `left` more.
 fn locked_out(left: Duration) -> Response {
-    let seconds = left.as_secs() + u64::from(left.subsec_nanos() > 0);
+    let secs = seconds(left);
     (
         StatusCode::TOO_MANY_REQUESTS,
         [
             (header::CONTENT_TYPE, TEXT.to_owned()),
-            (header::RETRY_AFTER, seconds.to_string()),
+            (header::RETRY_AFTER, secs.to_string()),
         ],
-        format!(
-            "too many requests without a valid token: refused for {seconds} s more, whatever the token"
-        ),
+        format!("too many wrong tokens: refused for {secs} s more, whatever the token"),
     )
         .into_response()
 }
@@ -374,11 +419,8 @@ async fn handle(
         return text(StatusCode::FORBIDDEN, reason);
     }
     let command = uri.path().trim_start_matches('/').to_owned();
-    if state.token.is_some() {
-        let refused = peer.and_then(|p| state.auth_failures.refused_for(p.ip(), Instant::now()));
-        if let Some(left) = refused {
-            return locked_out(left);
-        }
+    if let Some(left) = refused_for(&state, peer) {
+        return locked_out(left);
     }
     let mut params = Params::default();
     if let Some(query) = uri.query() {
@@ -403,7 +445,7 @@ async fn handle(
         // A token in a header is checked before the body is read: without the right one, a client
         // cannot make the agent read and parse a body.
         if header_token(&headers).is_some() && !authorized(&state, &headers, &Params::default()) {
-            return unauthorized(&state, peer, &command);
+            return unauthorized(&state, peer, &command, true);
         }
         match tokio::time::timeout(BODY_TIMEOUT, to_bytes(body, state.max_body_bytes)).await {
             Ok(Ok(bytes)) => {
@@ -427,8 +469,12 @@ async fn handle(
     } else if method != Method::GET {
         return text(StatusCode::METHOD_NOT_ALLOWED, "use GET or POST".to_owned());
     }
+    // Again: a client may have been refused while its body was on the way.
+    if let Some(left) = refused_for(&state, peer) {
+        return locked_out(left);
+    }
     if !authorized(&state, &headers, &params) {
-        return unauthorized(&state, peer, &command);
+        return unauthorized(&state, peer, &command, sent_token(&headers, &params));
     }
     let result = run(&state, &command, &params).await;
     if changes_state(&command) {
@@ -441,7 +487,7 @@ async fn handle(
                 command = %command,
                 rule_type,
                 value = params.word("value").unwrap_or_default(),
-                answer = %answer,
+                answer = ?answer,
                 "command applied"
             ),
             Err(e) => tracing::warn!(
@@ -449,7 +495,7 @@ async fn handle(
                 peer = %peer,
                 command = %command,
                 rule_type,
-                error = %e.message,
+                error = ?e.message,
                 "command refused"
             ),
         }
