@@ -839,7 +839,8 @@ impl Floodgate {
             Err(error) => tracing::warn!(
                 target: "floodgate::rules",
                 rule_type = rule_type.as_str(),
-                %error,
+                // Quoted: one event, one line (a regex error spans several, and echoes the rule).
+                error = ?error.to_string(),
                 "rule list rejected; the rules in force stay"
             ),
         }
@@ -974,8 +975,10 @@ impl Floodgate {
     }
 
     /// Loads a whole list of authority rules (validated as [`load_rules_json`](Self::load_rules_json)
-    /// does). A resource takes one rule: a list with two different rules for one resource is refused
-    /// (Sentinel applied the first and ignored the others); the same rule twice is one rule.
+    /// does). A resource takes one rule: a list with two rules for one resource that admit different
+    /// origins is refused (Sentinel applied the first and ignored the others); rules that admit the
+    /// same origins (the same rule twice, another `id`, the tokens reordered) are one rule, the first,
+    /// which blocks report.
     pub fn load_authority_rules(
         &self,
         rules: impl IntoIterator<Item = AuthorityRule>,

@@ -136,6 +136,12 @@ fn a_resource_takes_one_rule() {
     );
     assert_eq!(fg.authority_rules().len(), 2);
     assert!(!passes(&fg, "R", "crawler") && !passes(&fg, "R", "bot") && passes(&fg, "R", "appA"));
+    let block = fg.entry("R").origin("bot").enter().unwrap_err();
+    assert_eq!(
+        block.rule_as::<AuthorityRule>().and_then(|r| r.id),
+        Some(1),
+        "the first is the one in force"
+    );
     let white =
         r#"[{"resource":"R","limitApp":"bot","strategy":1},{"resource":"R","limitApp":"bot"}]"#;
     assert!(

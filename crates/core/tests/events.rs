@@ -304,7 +304,8 @@ fn rule_loads_inform_and_rejections_warn() {
     );
     assert_eq!(
         events[1].field("error"),
-        "rule 0: `count` must be a finite number ≥ 0, got -1"
+        r#""rule 0: `count` must be a finite number ≥ 0, got -1""#,
+        "quoted"
     );
     assert_eq!(
         fg.rule_count(RuleType::Flow),
@@ -366,4 +367,38 @@ fn system_rules_that_only_ever_meet_outbound_entries_are_warned_about_once_per_l
         outbound(5000);
     });
     assert_eq!(recorder.with_target("floodgate::system").len(), 1);
+}
+
+#[test]
+fn inbound_entries_before_the_system_rules_count_as_seen() {
+    use floodgate_core::{EntryType, SystemRule};
+    let _serial = serial();
+    let (_clock, fg) = engine();
+    drop(
+        fg.entry("served")
+            .entry_type(EntryType::In)
+            .enter()
+            .unwrap(),
+    );
+    fg.load_system_rules([SystemRule::new().qps(1e9)]).unwrap();
+    let recorder = record(|| {
+        for _ in 0..2000 {
+            drop(fg.entry("call-out").enter().unwrap());
+        }
+    });
+    assert!(recorder.with_target("floodgate::system").is_empty());
+}
+
+#[test]
+fn a_rejected_rule_list_is_logged_on_one_line() {
+    let _serial = serial();
+    let (_clock, fg) = engine();
+    let recorder = record(|| {
+        // A regex error spans several lines and echoes the expression, a newline included.
+        let bad = r#"[{"resource":"a\nb(","regex":true}]"#;
+        assert!(fg.load_rules_json(RuleType::Flow, bad).is_err());
+    });
+    let events = recorder.with_target("floodgate::rules");
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert!(!events[0].field("error").contains('\n'), "{events:?}");
 }

@@ -107,7 +107,8 @@ impl RuleFiles {
                 errors.remove(&t.into());
             }
             Err(e) => {
-                tracing::error!(rule_type = %t, file = %path.display(), error = %e, "rule file rejected; the rules in force stay");
+                // The error quoted: one event, one line (a regex error spans several).
+                tracing::error!(rule_type = %t, file = %path.display(), error = ?e, "rule file rejected; the rules in force stay");
                 errors.insert(t.into(), e.clone());
             }
         }

@@ -1,9 +1,11 @@
 //! The authority rules in force: an immutable snapshot behind an atomic pointer, rebuilt on load.
 //!
 //! A load validates the whole list first (any invalid rule rejects it and changes nothing). A resource
-//! (or a regular expression) takes one rule: a list with two different rules for it is refused, naming
-//! the second (Sentinel kept the first and ignored the rest with only a log line, so a black list
-//! pushed after a white one did nothing: RM-01); the same rule twice is one rule. An entry must pass the exact rule of its resource and
+//! (or a regular expression) takes one rule: a list with two rules for it that admit different origins
+//! is refused, naming the second (Sentinel kept the first and ignored the rest with only a log line, so
+//! a black list pushed after a white one did nothing: RM-01); rules that admit the same origins (the
+//! same rule twice, another `id`, the tokens reordered) are one rule, the first. An entry must pass the
+//! exact rule of its resource and
 //! every regex rule whose expression matches the whole resource name; which rules apply to a resource is
 //! worked out on its first entry and kept in the snapshot by resource id.
 

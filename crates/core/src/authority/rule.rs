@@ -29,8 +29,8 @@ impl AuthorityStrategy {
     }
 }
 
-/// An authority rule (Sentinel's `AuthorityRule`). A resource takes one: a list with two different rules
-/// for one resource is refused.
+/// An authority rule (Sentinel's `AuthorityRule`). A resource takes one: a list with two rules for one
+/// resource that admit different origins is refused.
 ///
 /// ```
 /// use floodgate_core::{AuthorityRule, AuthorityStrategy};

@@ -83,7 +83,7 @@ pub(crate) struct SystemRules {
     snapshot: Published<SystemSnapshot>,
     pub(crate) probe: Arc<dyn SystemProbe>,
     load_lock: Mutex<()>,
-    /// Whether an inbound entry met system rules in force.
+    /// Whether an inbound entry was admitted (rules in force or not) or met system rules.
     inbound_seen: AtomicBool,
     /// Outbound entries that met the rules of the last load while no inbound entry had been seen.
     outbound_unchecked: AtomicU32,
@@ -103,7 +103,7 @@ impl SystemRules {
         }
     }
 
-    /// Notes an inbound entry checked against rules in force.
+    /// Notes an inbound entry (admitted, or checked against rules in force).
     #[inline]
     pub(crate) fn note_inbound(&self) {
         if !self.inbound_seen.load(Ordering::Relaxed) {
