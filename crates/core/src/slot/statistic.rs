@@ -79,10 +79,6 @@ impl Slot for StatisticSlot {
     fn on_pass(&self, cx: &mut SlotContext<'_>) {
         let node = cx.default_node.and_then(|n| n.counting());
         cx.node_counted = node.is_some();
-        if cx.entry_type == EntryType::In {
-            // Whether or not system rules are in force (for their warning about outbound-only traffic).
-            cx.engine.system.note_inbound();
-        }
         if !cx.wait.is_zero() || cx.occupied.is_some() {
             return waited_pass(cx, node);
         }

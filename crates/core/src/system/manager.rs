@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use super::limit::{SystemLimit, SystemLimitType, SystemThresholds};
 use super::probe::SystemProbe;
 use super::rule::SystemRule;
+use crate::node::StatisticNode;
 use crate::rules::{Published, RuleError, all_or_errors};
 
 /// An immutable set of system rules.
@@ -83,7 +84,8 @@ pub(crate) struct SystemRules {
     snapshot: Published<SystemSnapshot>,
     pub(crate) probe: Arc<dyn SystemProbe>,
     load_lock: Mutex<()>,
-    /// Whether an inbound entry was admitted (rules in force or not) or met system rules.
+    /// Whether an inbound entry met system rules, or the inbound node had traffic in the minute
+    /// before an outbound entry met them.
     inbound_seen: AtomicBool,
     /// Outbound entries that met the rules of the last load while no inbound entry had been seen.
     outbound_unchecked: AtomicU32,
@@ -103,7 +105,7 @@ impl SystemRules {
         }
     }
 
-    /// Notes an inbound entry (admitted, or checked against rules in force).
+    /// Notes an inbound entry checked against rules in force.
     #[inline]
     pub(crate) fn note_inbound(&self) {
         if !self.inbound_seen.load(Ordering::Relaxed) {
@@ -111,18 +113,24 @@ impl SystemRules {
         }
     }
 
-    /// Notes an outbound entry that met rules in force (which do not check it): past
-    /// [`OUTBOUND_BEFORE_WARNING`] of them with no inbound entry ever seen, warns once per load that
-    /// the rules check nothing (SY-06).
+    /// Notes an outbound entry that met rules in force (which do not check it) at `now_ms`: past
+    /// [`OUTBOUND_BEFORE_WARNING`] of them with no inbound entry seen (by the rules, or by the
+    /// `inbound` node in the last minute), warns once per load that the rules check nothing (SY-06).
     #[inline]
-    pub(crate) fn note_outbound(&self) {
+    pub(crate) fn note_outbound(&self, inbound: &StatisticNode, now_ms: u64) {
         if !self.inbound_seen.load(Ordering::Relaxed) && !self.warned.load(Ordering::Relaxed) {
-            self.count_outbound();
+            self.count_outbound(inbound, now_ms);
         }
     }
 
     #[cold]
-    fn count_outbound(&self) {
+    fn count_outbound(&self, inbound: &StatisticNode, now_ms: u64) {
+        // Inbound entries from before the rules came into force went through the statistics only.
+        let recent = inbound.minute_totals(now_ms);
+        if recent.pass > 0 || recent.block > 0 || inbound.cur_thread_num() > 0 {
+            self.inbound_seen.store(true, Ordering::Relaxed);
+            return;
+        }
         let seen = self.outbound_unchecked.fetch_add(1, Ordering::Relaxed) + 1;
         if seen >= OUTBOUND_BEFORE_WARNING && !self.warned.swap(true, Ordering::Relaxed) {
             tracing::warn!(
