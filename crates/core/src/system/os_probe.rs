@@ -59,6 +59,13 @@ struct Shared {
     stop: AtomicBool,
 }
 
+/// Whether readings sampled at `stamp_ms` (0: never) still stand at `now_ms`: a sampler that stopped
+/// (stuck on a slow file system, say) leaves its last readings unavailable after [`STALE_AFTER_MS`],
+/// rather than deciding on figures of long ago.
+fn is_fresh(stamp_ms: u64, now_ms: u64) -> bool {
+    stamp_ms != 0 && now_ms.saturating_sub(stamp_ms) <= STALE_AFTER_MS
+}
+
 #[derive(Debug)]
 struct Running {
     clock: CachedClock,
@@ -98,8 +105,10 @@ impl OsProbe {
         let Some(Some(running)) = self.sampler.get() else {
             return false;
         };
-        let stamp = self.shared.stamp_ms.load(Ordering::Relaxed);
-        stamp != 0 && running.clock.now_ms().saturating_sub(stamp) <= STALE_AFTER_MS
+        is_fresh(
+            self.shared.stamp_ms.load(Ordering::Relaxed),
+            running.clock.now_ms(),
+        )
     }
 
     fn spawn(&self) -> Option<Running> {
@@ -513,6 +522,16 @@ mod tests {
             .write("sys/fs/cgroup/cpu.max", "150000 100000\n")
             .write("sys/fs/cgroup/cpu.stat", "usage_usec 1\n");
         assert!(approx(s.sample(SECOND).0, 2.0), "3 over a 1.5-core quota");
+    }
+
+    #[test]
+    fn readings_go_stale_five_seconds_after_the_last_sample() {
+        let t = 1_700_000_000_000;
+        assert!(!is_fresh(0, t), "never sampled");
+        assert!(is_fresh(t, t));
+        assert!(is_fresh(t, t + STALE_AFTER_MS));
+        assert!(!is_fresh(t, t + STALE_AFTER_MS + 1), "the sampler stopped");
+        assert!(is_fresh(t, t - 1), "a clock stepped back keeps them");
     }
 
     #[test]
