@@ -163,4 +163,36 @@ fn changes_and_failed_token_checks_are_logged_with_the_client() {
         && e.field("command") == "setSwitch"
         && e.field("peer").starts_with("127.0.0.1:")));
     assert!(!fg.is_enabled(), "no refused request changed anything");
+
+    // State changes refused before they ran: a web page's, a body that is not a form. Logged with the
+    // status; reads refused so are not.
+    let agent = builder(&fg).start().unwrap();
+    let addr = agent.local_addr();
+    taken();
+    let page = format!(
+        "GET /setSwitch?value=true HTTP/1.1\r\nHost: {addr}\r\nOrigin: http://evil.example\r\nConnection: close\r\n\r\n"
+    );
+    assert_eq!(raw(addr, page.as_bytes()).0, 403);
+    let json = format!(
+        "POST /setRules HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n[]"
+    );
+    assert_eq!(raw(addr, json.as_bytes()).0, 415);
+    let read = format!(
+        "GET /getRules?type=flow HTTP/1.1\r\nHost: {addr}\r\nOrigin: http://evil.example\r\nConnection: close\r\n\r\n"
+    );
+    assert_eq!(raw(addr, read.as_bytes()).0, 403);
+    let events = taken();
+    let seen: Vec<(&str, &str, &str)> = events
+        .iter()
+        .map(|e| (e.field("message"), e.field("command"), e.field("status")))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("command refused before it ran", "setSwitch", "403"),
+            ("command refused before it ran", "setRules", "415")
+        ]
+    );
+    assert!(events.iter().all(|e| e.level == Level::WARN));
+    assert!(!fg.is_enabled());
 }

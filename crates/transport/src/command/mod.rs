@@ -26,8 +26,8 @@
 //! line), and failed token checks (`warn`: a client's first wrong token of its minute and the one that
 //! gets it refused, not those between, so a flood does not flood the log; at `debug`, each request
 //! without one).
-//! Requests refused before their command runs (405, 408, 413, 415, too many parameters) are not
-//! audited.
+//! A state-changing command refused before it ran (403 for a web page's request, 405, 408, 413, 415,
+//! too many parameters) is logged too (`warn`, with the status), except a refused client's 429s.
 
 mod auth_failures;
 mod info;
@@ -332,7 +332,7 @@ fn unauthorized(
     command: &str,
     guessed: bool,
 ) -> Response {
-    let peer_text = peer.map_or_else(|| "unknown".to_owned(), |p| p.to_string());
+    let who = peer_text(peer);
     let now = Instant::now();
     let failure = match peer {
         Some(p) if guessed => Some(state.auth_failures.record(p.ip(), now)),
@@ -342,14 +342,14 @@ fn unauthorized(
         // Without a token (a misconfigured scraper, say), at `debug`: each one would flood the log.
         None if !guessed => tracing::debug!(
             target: "floodgate::audit",
-            peer = %peer_text,
+            peer = %who,
             command,
             token = "missing",
             "refused a request without a valid token"
         ),
         Some(Failure::First) | None => tracing::warn!(
             target: "floodgate::audit",
-            peer = %peer_text,
+            peer = %who,
             command,
             token = "wrong",
             "refused a request without a valid token"
@@ -360,7 +360,7 @@ fn unauthorized(
                 .unwrap_or_default();
             tracing::warn!(
                 target: "floodgate::audit",
-                peer = %peer_text,
+                peer = %who,
                 command,
                 "refusing a client for {} s after {MAX_FAILURES} wrong tokens within {} s",
                 seconds(left),
@@ -415,17 +415,47 @@ async fn handle(
     body: Body,
 ) -> Response {
     let peer = peer.map(|Extension(ConnectInfo(addr))| addr);
-    if let Some(reason) = browser_refusal(&state, &headers) {
-        return text(StatusCode::FORBIDDEN, reason);
-    }
     let command = uri.path().trim_start_matches('/').to_owned();
-    if let Some(left) = refused_for(&state, peer) {
-        return locked_out(left);
+    let (response, logged) = respond(&state, peer, &command, method, &uri, &headers, body).await;
+    // A state change refused before its command ran (a web page's request, a body too large or too
+    // slow, …) is audited too; a refused client's flood of 429s is not.
+    if !logged && changes_state(&command) && response.status() != StatusCode::TOO_MANY_REQUESTS {
+        tracing::warn!(
+            target: "floodgate::audit",
+            peer = %peer_text(peer),
+            command = %command,
+            status = response.status().as_u16(),
+            "command refused before it ran"
+        );
+    }
+    response
+}
+
+/// `peer` for the log.
+fn peer_text(peer: Option<SocketAddr>) -> String {
+    peer.map_or_else(|| "unknown".to_owned(), |p| p.to_string())
+}
+
+/// The answer to a request, and whether it was logged already (token failures and commands run are).
+async fn respond(
+    state: &CommandState,
+    peer: Option<SocketAddr>,
+    command: &str,
+    method: Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: Body,
+) -> (Response, bool) {
+    if let Some(reason) = browser_refusal(state, headers) {
+        return (text(StatusCode::FORBIDDEN, reason), false);
+    }
+    if let Some(left) = refused_for(state, peer) {
+        return (locked_out(left), false);
     }
     let mut params = Params::default();
     if let Some(query) = uri.query() {
         if !params.extend_from_form(query.as_bytes()) {
-            return too_many_params();
+            return (too_many_params(), false);
         }
     }
     if method == Method::POST {
@@ -437,48 +467,53 @@ async fn handle(
             .to_ascii_lowercase()
             .starts_with("application/x-www-form-urlencoded")
         {
-            return text(
+            let answer = text(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 "only application/x-www-form-urlencoded bodies are accepted".to_owned(),
             );
+            return (answer, false);
         }
         // A token in a header is checked before the body is read: without the right one, a client
         // cannot make the agent read and parse a body.
-        if header_token(&headers).is_some() && !authorized(&state, &headers, &Params::default()) {
-            return unauthorized(&state, peer, &command, true);
+        if header_token(headers).is_some() && !authorized(state, headers, &Params::default()) {
+            return (unauthorized(state, peer, command, true), true);
         }
         match tokio::time::timeout(BODY_TIMEOUT, to_bytes(body, state.max_body_bytes)).await {
             Ok(Ok(bytes)) => {
                 if !params.extend_from_form(&bytes) {
-                    return too_many_params();
+                    return (too_many_params(), false);
                 }
             }
             Ok(Err(_)) => {
-                return text(
+                let answer = text(
                     StatusCode::PAYLOAD_TOO_LARGE,
                     format!("request body over {} bytes", state.max_body_bytes),
                 );
+                return (answer, false);
             }
             Err(_) => {
-                return text(
+                let answer = text(
                     StatusCode::REQUEST_TIMEOUT,
                     format!("the request body took over {} s", BODY_TIMEOUT.as_secs()),
                 );
+                return (answer, false);
             }
         }
     } else if method != Method::GET {
-        return text(StatusCode::METHOD_NOT_ALLOWED, "use GET or POST".to_owned());
+        let answer = text(StatusCode::METHOD_NOT_ALLOWED, "use GET or POST".to_owned());
+        return (answer, false);
     }
     // Again: a client may have been refused while its body was on the way.
-    if let Some(left) = refused_for(&state, peer) {
-        return locked_out(left);
+    if let Some(left) = refused_for(state, peer) {
+        return (locked_out(left), false);
     }
-    if !authorized(&state, &headers, &params) {
-        return unauthorized(&state, peer, &command, sent_token(&headers, &params));
+    if !authorized(state, headers, &params) {
+        let guessed = sent_token(headers, &params);
+        return (unauthorized(state, peer, command, guessed), true);
     }
-    let result = run(&state, &command, &params).await;
-    if changes_state(&command) {
-        let peer = peer.map_or_else(|| "unknown".to_owned(), |p| p.to_string());
+    let result = run(state, command, &params).await;
+    if changes_state(command) {
+        let peer = peer_text(peer);
         let rule_type = params.word("type").unwrap_or_default();
         match &result {
             Ok(answer) => tracing::info!(
@@ -500,10 +535,11 @@ async fn handle(
             ),
         }
     }
-    match result {
-        Ok(body) => typed(StatusCode::OK, content_type(&command), body),
+    let answer = match result {
+        Ok(body) => typed(StatusCode::OK, content_type(command), body),
         Err(e) => e.into_response(),
-    }
+    };
+    (answer, true)
 }
 
 /// The content type of a command's answer.
