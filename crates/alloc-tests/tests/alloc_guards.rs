@@ -1,10 +1,26 @@
-//! Admitting and refusing entries under authority and system rules allocates nothing once the resource
-//! exists (a behaviour test with a counting allocator; one test per binary, as the count is global).
+//! Admitting and refusing entries under authority and system rules (and outbound entries they do not
+//! check) allocates nothing once the resource exists (a behaviour test with a counting allocator; one test per binary, as the count is global).
 
 use floodgate_core::{AuthorityRule, EntryType, Floodgate, ManualClock, ManualProbe, SystemRule};
 
 #[test]
 fn authority_and_system_checks_allocate_nothing() {
+    // Outbound entries under system rules, with no inbound entry ever (they count towards the warning
+    // that the rules check nothing, and cross it).
+    let outbound = Floodgate::builder()
+        .clock(ManualClock::new(1_700_000_000_000))
+        .build();
+    outbound
+        .load_system_rules([SystemRule::new().qps(1e12)])
+        .unwrap();
+    drop(outbound.entry("call-out").enter());
+    let stats = allocation_counter::measure(|| {
+        for _ in 0..2_000 {
+            drop(outbound.entry("call-out").enter());
+        }
+    });
+    assert_eq!(stats.count_total, 0, "outbound: {stats:?}");
+
     let clock = ManualClock::new(1_700_000_000_000);
     let probe = ManualProbe::with(Some(0.5), Some(0.9));
     let fg = Floodgate::builder()

@@ -132,9 +132,9 @@ fn a_resource_takes_one_rule() {
     // another order or repeated.
     load(
         &fg,
-        r#"[{"id":1,"resource":"R","limitApp":"bot,crawler","strategy":1},{"id":2,"resource":"R","limitApp":"crawler,bot,bot","strategy":1}]"#,
+        r#"[{"id":1,"resource":"R","limitApp":"bot,crawler","strategy":1},{"id":2,"resource":"R","limitApp":"crawler,bot,bot","strategy":1},{"id":3,"resource":"R","limitApp":"bot,,crawler","strategy":1}]"#,
     );
-    assert_eq!(fg.authority_rules().len(), 2);
+    assert_eq!(fg.authority_rules().len(), 3);
     assert!(!passes(&fg, "R", "crawler") && !passes(&fg, "R", "bot") && passes(&fg, "R", "appA"));
     let block = fg.entry("R").origin("bot").enter().unwrap_err();
     assert_eq!(

@@ -373,13 +373,15 @@ fn system_rules_that_only_ever_meet_outbound_entries_are_warned_about_once_per_l
 fn inbound_entries_before_the_system_rules_count_as_seen() {
     use floodgate_core::{EntryType, SystemRule};
     let _serial = serial();
-    let (_clock, fg) = engine();
+    let (clock, fg) = engine();
     drop(
         fg.entry("served")
             .entry_type(EntryType::In)
             .enter()
             .unwrap(),
     );
+    // Long before: a quiet night between that traffic and the rules.
+    clock.advance(Duration::from_secs(8 * 3600));
     fg.load_system_rules([SystemRule::new().qps(1e9)]).unwrap();
     let recorder = record(|| {
         for _ in 0..2000 {

@@ -11,7 +11,7 @@ use floodgate_core::{Floodgate, RuleType};
 use thiserror::Error;
 use tokio::sync::oneshot;
 
-use crate::command::{AuthFailures, CommandState, app, metrics_app};
+use crate::command::{AuthFailures, CommandState, LogThrottle, app, metrics_app};
 use crate::config::{AgentConfig, ConfigError};
 use crate::heartbeat::Heartbeat;
 use crate::host::HostInfo;
@@ -378,6 +378,7 @@ impl AgentBuilder {
             max_body_bytes: c.max_body_bytes,
             allowed_hosts: c.allowed_hosts.clone(),
             auth_failures: AuthFailures::default(),
+            early_refusals: LogThrottle::new(),
         });
         let heartbeat = Heartbeat {
             app: c.app_name.clone(),

@@ -433,6 +433,25 @@ fn a_client_that_keeps_failing_the_token_is_refused_for_a_while() {
 }
 
 #[test]
+fn a_body_cut_short_is_a_bad_request_not_a_body_too_large() {
+    use std::io::{Read, Write};
+    let (_clock, fg) = engine();
+    let agent = builder(&fg).start().unwrap();
+    let addr = agent.local_addr();
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "POST /setSwitch HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 100\r\nConnection: close\r\n\r\nvalue=false"
+    )
+    .unwrap();
+    stream.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    assert!(!answer.contains(" 413 "), "{answer}");
+    assert!(fg.is_enabled());
+}
+
+#[test]
 fn a_client_refused_while_its_body_was_on_the_way_is_refused_after_it() {
     use std::io::{Read, Write};
     let (_clock, fg) = engine();

@@ -98,10 +98,15 @@ impl AuthorityRule {
     }
 
     /// Whether this rule and `other` admit exactly the same origins: the same strategy and the same
-    /// set of tokens (in any order, repeated or not; `id` aside).
+    /// set of non-empty tokens (in any order, repeated or not; `id` aside).
     pub(crate) fn decides_like(&self, other: &AuthorityRule) -> bool {
         fn tokens(rule: &AuthorityRule) -> Vec<&str> {
-            let mut tokens: Vec<&str> = rule.limit_app.split(',').collect();
+            // Empty tokens list nobody (an entry without an origin always passes).
+            let mut tokens: Vec<&str> = rule
+                .limit_app
+                .split(',')
+                .filter(|t| !t.is_empty())
+                .collect();
             tokens.sort_unstable();
             tokens.dedup();
             tokens

@@ -15,7 +15,7 @@
 //! An errored call still counts as a success (with its RT) and additionally as an exception; a blocked
 //! call counts only as a block.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::stat::{
     AddOutcome, Cursor, Event, HistoryGuard, LeapArray, SecondHistory, SecondRecord, WindowError,
@@ -62,6 +62,8 @@ pub(crate) struct StatisticNode {
     history: SecondHistory,
     previous_pass: AtomicU64,
     previous_block: AtomicU64,
+    /// Whether anything was ever counted (set on the cold path every node's first write takes).
+    counted: AtomicBool,
 }
 
 fn qps(count: u64, interval_ms: u64) -> f64 {
@@ -80,6 +82,7 @@ impl StatisticNode {
             history: SecondHistory::default(),
             previous_pass: AtomicU64::new(u64::MAX),
             previous_block: AtomicU64::new(u64::MAX),
+            counted: AtomicBool::new(false),
         }
     }
 
@@ -101,6 +104,7 @@ impl StatisticNode {
     /// see it in neither place.
     #[cold]
     fn record_recycling(&self, at: Cursor, event: Event, n: u32) {
+        self.note_counted();
         let mut history = self.history.lock();
         if let AddOutcome::Recycled { old_tag, old_value } = self.second.add_at(at, event, n) {
             self.fold(&mut history, at.now, old_tag, event, old_value);
@@ -160,10 +164,24 @@ impl StatisticNode {
 
     /// Passes of the future window of time `future`, counted when it comes.
     fn add_borrowed(&self, future: u64, n: u32) {
+        self.note_counted();
         let mut history = self.history.lock();
         if let AddOutcome::Recycled { old_tag, old_value } = self.second.add_borrowed(future, n) {
             self.fold(&mut history, future, old_tag, Event::Pass, old_value);
         }
+    }
+
+    /// Sets [`has_counted`](Self::has_counted) (the first write to a cell takes the recycling path, so
+    /// this is off the hot path).
+    fn note_counted(&self) {
+        if !self.counted.load(Ordering::Relaxed) {
+            self.counted.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether any event was ever counted on this node.
+    pub(crate) fn has_counted(&self) -> bool {
+        self.counted.load(Ordering::Relaxed)
     }
 
     #[inline]

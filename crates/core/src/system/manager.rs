@@ -84,8 +84,7 @@ pub(crate) struct SystemRules {
     snapshot: Published<SystemSnapshot>,
     pub(crate) probe: Arc<dyn SystemProbe>,
     load_lock: Mutex<()>,
-    /// Whether an inbound entry met system rules, or the inbound node had traffic in the minute
-    /// before an outbound entry met them.
+    /// Whether an inbound entry met system rules, or the inbound node ever counted one.
     inbound_seen: AtomicBool,
     /// Outbound entries that met the rules of the last load while no inbound entry had been seen.
     outbound_unchecked: AtomicU32,
@@ -113,21 +112,20 @@ impl SystemRules {
         }
     }
 
-    /// Notes an outbound entry that met rules in force (which do not check it) at `now_ms`: past
-    /// [`OUTBOUND_BEFORE_WARNING`] of them with no inbound entry seen (by the rules, or by the
-    /// `inbound` node in the last minute), warns once per load that the rules check nothing (SY-06).
+    /// Notes an outbound entry that met rules in force (which do not check it): past
+    /// [`OUTBOUND_BEFORE_WARNING`] of them with no inbound entry ever seen (by the rules, or counted
+    /// on the `inbound` node), warns once per load that the rules check nothing (SY-06).
     #[inline]
-    pub(crate) fn note_outbound(&self, inbound: &StatisticNode, now_ms: u64) {
+    pub(crate) fn note_outbound(&self, inbound: &StatisticNode) {
         if !self.inbound_seen.load(Ordering::Relaxed) && !self.warned.load(Ordering::Relaxed) {
-            self.count_outbound(inbound, now_ms);
+            self.count_outbound(inbound);
         }
     }
 
     #[cold]
-    fn count_outbound(&self, inbound: &StatisticNode, now_ms: u64) {
+    fn count_outbound(&self, inbound: &StatisticNode) {
         // Inbound entries from before the rules came into force went through the statistics only.
-        let recent = inbound.minute_totals(now_ms);
-        if recent.pass > 0 || recent.block > 0 || inbound.cur_thread_num() > 0 {
+        if inbound.has_counted() {
             self.inbound_seen.store(true, Ordering::Relaxed);
             return;
         }

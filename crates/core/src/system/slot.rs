@@ -2,8 +2,8 @@
 //!
 //! Outbound entries ([`EntryType::Out`], the default) are never checked (SY-06): mark the requests your
 //! service receives with `.entry_type(EntryType::In)`. An engine whose system rules met 1000 outbound
-//! entries and no inbound one (none checked, none counted in the minute before) says so, once per rule
-//! load (a `warn` event on target `floodgate::system`): its system rules protect nothing. An inbound entry asking for `count` permits is
+//! entries and that never saw an inbound one says so, once per rule load (a `warn` event on target
+//! `floodgate::system`): its system rules protect nothing. An inbound entry asking for `count` permits is
 //! checked against the global inbound node (`__total_inbound_traffic__`, figures from before this entry)
 //! and the merged thresholds, in Sentinel's order; the first dimension that refuses blocks it:
 //!
@@ -41,7 +41,7 @@ impl Slot for SystemSlot {
             return Ok(());
         }
         if cx.entry_type != EntryType::In {
-            system.note_outbound(&cx.engine.inbound.stats, cx.now_ms);
+            system.note_outbound(&cx.engine.inbound.stats);
             return Ok(());
         }
         system.note_inbound();

@@ -20,17 +20,21 @@
 //! any name may address the agent). Sentinel's dashboard, `curl` and Prometheus send neither header.
 //! A browser too old to send `Sec-Fetch-Site` still lets a page trigger a GET without a token: set one.
 //!
-//! An audit trail, on the `tracing` target `floodgate::audit`: every command that changes the agent's
-//! state (`setRules`, `setParamFlowRules`, `setSwitch`) with the client's address, the rule type or
-//! value and the answer (`info`; `warn` when refused; client-made text quoted, so one event is one
-//! line), and failed token checks (`warn`: a client's first wrong token of its minute and the one that
-//! gets it refused, not those between, so a flood does not flood the log; at `debug`, each request
-//! without one).
-//! A state-changing command refused before it ran (403 for a web page's request, 405, 408, 413, 415,
-//! too many parameters) is logged too (`warn`, with the status), except a refused client's 429s.
+//! An audit trail, on the `tracing` target `floodgate::audit`, bounded so that a flood of requests
+//! cannot flood the log (client-made text quoted, so one event is one line):
+//!
+//! * every command that changes the agent's state (`setRules`, `setParamFlowRules`, `setSwitch`) and
+//!   ran, with the client's address, the rule type or value and the answer (`info`; `warn` when the
+//!   command refused the change);
+//! * such a command refused before it ran (403 for a web page's request, 400, 405, 408, 413, 415, too
+//!   many parameters): `warn` with the status, at most one a second (with how many were held back);
+//!   a refused client's 429s are not logged;
+//! * wrong tokens: `warn` for a client's first of its minute and for the one that gets it refused, not
+//!   those between; a request without a token at `debug`.
 
 mod auth_failures;
 mod info;
+mod log_throttle;
 mod metric;
 mod nodes;
 mod rules;
@@ -50,6 +54,7 @@ use floodgate_core::Floodgate;
 
 pub(crate) use auth_failures::AuthFailures;
 use auth_failures::{Failure, MAX_FAILURES, WINDOW};
+pub(crate) use log_throttle::LogThrottle;
 
 use crate::host::HostInfo;
 use crate::metric_store::MetricStore;
@@ -70,6 +75,8 @@ pub struct CommandState {
     pub(crate) allowed_hosts: Vec<String>,
     /// Failed token checks per client.
     pub(crate) auth_failures: AuthFailures,
+    /// The audit lines for state changes refused before they ran (at most one a second).
+    pub(crate) early_refusals: LogThrottle,
 }
 
 /// A command's failure: the status and the plain-text message.
@@ -418,15 +425,19 @@ async fn handle(
     let command = uri.path().trim_start_matches('/').to_owned();
     let (response, logged) = respond(&state, peer, &command, method, &uri, &headers, body).await;
     // A state change refused before its command ran (a web page's request, a body too large or too
-    // slow, …) is audited too; a refused client's flood of 429s is not.
+    // slow, …) is audited too, at most once a second (anyone can cause it); a refused client's 429s
+    // are not.
     if !logged && changes_state(&command) && response.status() != StatusCode::TOO_MANY_REQUESTS {
-        tracing::warn!(
-            target: "floodgate::audit",
-            peer = %peer_text(peer),
-            command = %command,
-            status = response.status().as_u16(),
-            "command refused before it ran"
-        );
+        if let Some(held_back) = state.early_refusals.admit(Instant::now()) {
+            tracing::warn!(
+                target: "floodgate::audit",
+                peer = %peer_text(peer),
+                command = %command,
+                status = response.status().as_u16(),
+                held_back,
+                "command refused before it ran"
+            );
+        }
     }
     response
 }
@@ -436,7 +447,8 @@ fn peer_text(peer: Option<SocketAddr>) -> String {
     peer.map_or_else(|| "unknown".to_owned(), |p| p.to_string())
 }
 
-/// The answer to a request, and whether it was logged already (token failures and commands run are).
+/// The answer to a request, and whether the audit trail has dealt with it already: a token failure
+/// (logged or counted as its policy says) or a command run (logged if it changes state).
 async fn respond(
     state: &CommandState,
     peer: Option<SocketAddr>,
@@ -446,11 +458,12 @@ async fn respond(
     headers: &HeaderMap,
     body: Body,
 ) -> (Response, bool) {
-    if let Some(reason) = browser_refusal(state, headers) {
-        return (text(StatusCode::FORBIDDEN, reason), false);
-    }
+    // A refused client first: whatever else it sends (an `Origin`, say), it gets its 429.
     if let Some(left) = refused_for(state, peer) {
         return (locked_out(left), false);
+    }
+    if let Some(reason) = browser_refusal(state, headers) {
+        return (text(StatusCode::FORBIDDEN, reason), false);
     }
     let mut params = Params::default();
     if let Some(query) = uri.query() {
@@ -484,11 +497,23 @@ async fn respond(
                     return (too_many_params(), false);
                 }
             }
-            Ok(Err(_)) => {
-                let answer = text(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    format!("request body over {} bytes", state.max_body_bytes),
-                );
+            Ok(Err(error)) => {
+                let too_large = error
+                    .into_inner()
+                    .downcast_ref::<http_body_util::LengthLimitError>()
+                    .is_some();
+                let answer = if too_large {
+                    text(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        format!("request body over {} bytes", state.max_body_bytes),
+                    )
+                } else {
+                    // The client hung up, or sent a malformed body: it is gone or not listening.
+                    text(
+                        StatusCode::BAD_REQUEST,
+                        "the request body could not be read".to_owned(),
+                    )
+                };
                 return (answer, false);
             }
             Err(_) => {
