@@ -404,3 +404,34 @@ fn a_rejected_rule_list_is_logged_on_one_line() {
     assert_eq!(events.len(), 1, "{events:?}");
     assert!(!events[0].field("error").contains('\n'), "{events:?}");
 }
+
+#[test]
+fn a_prioritized_inbound_entry_in_flight_counts_as_seen() {
+    use floodgate_core::{EntryType, SystemRule};
+    let _serial = serial();
+    let (clock, fg) = engine();
+    fg.load_flow_rules([FlowRule::new("served", 1.0)]).unwrap();
+    clock.advance(Duration::from_millis(100));
+    drop(fg.entry("served").enter().unwrap()); // the one permit of this window
+    clock.advance(Duration::from_millis(500));
+    // Borrows from the next window: nothing counted on the inbound node yet but its concurrency.
+    let inbound = fg
+        .entry("served")
+        .entry_type(EntryType::In)
+        .prioritized()
+        .enter()
+        .unwrap();
+    assert!(!inbound.waited().is_zero(), "it borrowed");
+    fg.load_system_rules([SystemRule::new().qps(1e9)]).unwrap();
+    let recorder = record(|| {
+        for _ in 0..2000 {
+            drop(fg.entry("call-out").enter().unwrap());
+        }
+    });
+    drop(inbound);
+    let warnings = recorder.with_target("floodgate::system");
+    assert!(
+        warnings.is_empty(),
+        "an inbound entry is in flight: {warnings:?}"
+    );
+}

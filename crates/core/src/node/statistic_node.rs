@@ -172,7 +172,7 @@ impl StatisticNode {
     }
 
     /// Sets [`has_counted`](Self::has_counted) (the first write to a cell takes the recycling path, so
-    /// this is off the hot path).
+    /// this is off the hot path). The concurrency gauge is not an event: it does not set it.
     fn note_counted(&self) {
         if !self.counted.load(Ordering::Relaxed) {
             self.counted.store(true, Ordering::Relaxed);

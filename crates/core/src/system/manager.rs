@@ -124,8 +124,9 @@ impl SystemRules {
 
     #[cold]
     fn count_outbound(&self, inbound: &StatisticNode) {
-        // Inbound entries from before the rules came into force went through the statistics only.
-        if inbound.has_counted() {
+        // Inbound entries from before the rules came into force went through the statistics only (one
+        // in flight that borrowed a future window has counted nothing yet but its concurrency).
+        if inbound.has_counted() || inbound.cur_thread_num() > 0 {
             self.inbound_seen.store(true, Ordering::Relaxed);
             return;
         }
