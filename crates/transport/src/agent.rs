@@ -410,6 +410,7 @@ impl AgentBuilder {
         };
         let fg = self.fg.clone();
         let (collector_metrics, collector_log) = (metrics.clone(), metric_log.clone());
+        let collector_state = state.clone();
         let thread = std::thread::Builder::new()
             .name("floodgate-agent".into())
             .spawn(move || {
@@ -425,6 +426,7 @@ impl AgentBuilder {
                         loop {
                             tick.tick().await;
                             collect(&fg, &collector_metrics, collector_log.as_deref());
+                            collector_state.flush_audit(std::time::Instant::now());
                         }
                     });
                     serve(listener, app(state), async move {

@@ -27,8 +27,9 @@
 //!   ran, with the client's address, the rule type or value and the answer (`info`; `warn` when the
 //!   command refused the change);
 //! * such a command refused before it ran (403 for a web page's request, 400, 405, 408, 413, 415, too
-//!   many parameters): `warn` with the status, at most one a second (with how many were held back);
-//!   a refused client's 429s are not logged;
+//!   many parameters): `warn` with the status, at most one a second, each with how many were held
+//!   back before it (the rest of a burst is counted in a line a second on); a refused client's 429s
+//!   are not logged;
 //! * wrong tokens: `warn` for a client's first of its minute and for the one that gets it refused, not
 //!   those between; a request without a token at `debug`.
 
@@ -77,6 +78,20 @@ pub struct CommandState {
     pub(crate) auth_failures: AuthFailures,
     /// The audit lines for state changes refused before they ran (at most one a second).
     pub(crate) early_refusals: LogThrottle,
+}
+
+impl CommandState {
+    /// Logs the refused state changes held back by the once-a-second audit line, if a second passed
+    /// since (the agent calls it every second).
+    pub(crate) fn flush_audit(&self, now: Instant) {
+        if let Some(held_back) = self.early_refusals.flush(now) {
+            tracing::warn!(
+                target: "floodgate::audit",
+                held_back,
+                "more commands refused before they ran (not logged one by one)"
+            );
+        }
+    }
 }
 
 /// A command's failure: the status and the plain-text message.
