@@ -404,7 +404,8 @@ impl Inner {
             || self.chain.has_rules(resource)
     }
 
-    /// The regex rules of every type that match `resource`, as one string (empty: none match).
+    /// The regex rules of every type that match `resource`, as one string (empty: none match), in a
+    /// canonical order: the same set of rules loaded in another order is the same signature.
     fn regex_signature(&self, resource: &str) -> String {
         let mut signature = String::new();
         self.flow
@@ -419,7 +420,18 @@ impl Inner {
         self.param_flow
             .snapshot()
             .push_matching_regex(resource, &mut signature);
-        signature
+        // Each rule's part ends with a NUL (see `rules::push_matching`).
+        let mut parts: Vec<&str> = signature.split_terminator('\0').collect();
+        if parts.windows(2).all(|w| w[0] <= w[1]) {
+            return signature;
+        }
+        parts.sort_unstable();
+        let mut sorted = String::with_capacity(signature.len());
+        for part in parts {
+            sorted.push_str(part);
+            sorted.push('\0');
+        }
+        sorted
     }
 
     /// Whether any rule of `rule_type` is in force.

@@ -183,6 +183,26 @@ fn past_the_cap_names_matched_by_the_same_regex_rules_share_their_limits() {
 }
 
 #[test]
+fn past_the_cap_the_same_regex_rules_in_another_order_share_the_same_resource() {
+    use floodgate_core::RuleType;
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(T0))
+        .max_resources(0)
+        .build();
+    let load = |json: &str| fg.load_rules_json(RuleType::Flow, json).unwrap();
+    load(
+        r#"[{"resource":"x.*","regex":true,"count":100},{"resource":".*y","regex":true,"count":100}]"#,
+    );
+    drop(fg.entry("x1y").enter().unwrap());
+    load(
+        r#"[{"resource":".*y","regex":true,"count":100},{"resource":"x.*","regex":true,"count":100}]"#,
+    );
+    drop(fg.entry("x2y").enter().unwrap());
+    assert_eq!(fg.stats().resources, 1, "x2y shares the resource of x1y");
+    assert_eq!(fg.cluster_node("x1y").unwrap().pass_qps(), 2.0);
+}
+
+#[test]
 fn past_the_cap_a_regex_breaker_is_shared_by_the_names_it_matches() {
     use floodgate_core::RuleType;
     let fg = Floodgate::builder()

@@ -379,6 +379,8 @@ impl AgentBuilder {
             allowed_hosts: c.allowed_hosts.clone(),
             auth_failures: AuthFailures::default(),
             early_refusals: LogThrottle::new(),
+            wrong_tokens: LogThrottle::new(),
+            lockouts: LogThrottle::new(),
         });
         let heartbeat = Heartbeat {
             app: c.app_name.clone(),

@@ -434,6 +434,28 @@ fn a_client_that_keeps_failing_the_token_is_refused_for_a_while() {
         "GET /version HTTP/1.1\r\nHost: {addr}\r\nOrigin: http://evil.example\r\nConnection: close\r\n\r\n"
     );
     assert_eq!(raw(addr, page.as_bytes()).0, 429);
+    // From another loopback address too: a local process may send from any of 127.0.0.0/8.
+    let from_other_loopback = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+            let mut stream = socket.connect(addr).await.unwrap();
+            let request = format!(
+                "GET /version?token=s3cret-token HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+            );
+            stream.write_all(request.as_bytes()).await.unwrap();
+            let mut answer = String::new();
+            stream.read_to_string(&mut answer).await.unwrap();
+            answer
+        });
+    assert!(
+        from_other_loopback.starts_with("HTTP/1.1 429"),
+        "{from_other_loopback}"
+    );
     assert!(fg.is_enabled(), "no failed request changed anything");
 }
 

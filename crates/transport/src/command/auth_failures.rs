@@ -3,8 +3,9 @@
 //! cannot be guessed at the speed of the wire (CC-01). Requests without a token are not counted (they
 //! guess nothing, and a health check on the dashboard's address must not get the dashboard refused).
 //!
-//! A client is its IPv4 address, or the /64 network of its IPv6 address (a host usually holds a whole
-//! /64). A window starts at a client's first failure. At most [`MAX_CLIENTS`] clients are tracked; when
+//! A client is its IPv4 address, or the /56 network of its IPv6 address (what an ISP hands one
+//! customer), and all loopback addresses are one client (a local process may send from any of
+//! 127.0.0.0/8). A window starts at a client's first failure. At most [`MAX_CLIENTS`] clients are tracked; when
 //! the table is full, finished windows are dropped first, then the client whose window started
 //! earliest among those not refused (a flood of new addresses does not free the refused ones), and
 //! only when every client is refused, the earliest of them.
@@ -44,15 +45,22 @@ pub(crate) struct AuthFailures {
     clients: Mutex<HashMap<u128, Tally>>,
 }
 
-/// The client `ip` counts as: an IPv4 address (IPv4-mapped IPv6 ones too), or an IPv6 /64.
+/// The key of every loopback address.
+const LOOPBACK: u128 = 0x7f00_0000;
+
+/// The client `ip` counts as: loopback, an IPv4 address (IPv4-mapped IPv6 ones too), or an IPv6 /56.
 fn client(ip: IpAddr) -> u128 {
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    };
+    if ip.is_loopback() {
+        return LOOPBACK;
+    }
     match ip {
         IpAddr::V4(v4) => u128::from(u32::from(v4)),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => u128::from(u32::from(v4)),
-            // Above every IPv4 address: the /64's bits, with the low half set.
-            None => (u128::from(v6) >> 64 << 64) | u128::from(u64::MAX),
-        },
+        // Above every IPv4 address: the /56's bits, with the low bits set.
+        IpAddr::V6(v6) => (u128::from(v6) >> 72 << 72) | ((1u128 << 72) - 1),
     }
 }
 
@@ -140,12 +148,25 @@ mod tests {
     }
 
     #[test]
-    fn an_ipv6_client_is_its_64_network_and_a_mapped_ipv4_is_the_ipv4() {
+    fn an_ipv6_client_is_its_56_network_loopback_is_one_and_a_mapped_ipv4_is_the_ipv4() {
         let one: IpAddr = "2001:db8:1:2::1".parse().unwrap();
         let other_host: IpAddr = "2001:db8:1:2:ffff::9".parse().unwrap();
-        let other_net: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        let other_64: IpAddr = "2001:db8:1:ff::1".parse().unwrap();
+        let other_56: IpAddr = "2001:db8:1:100::1".parse().unwrap();
         assert_eq!(client(one), client(other_host));
-        assert_ne!(client(one), client(other_net));
+        assert_eq!(client(one), client(other_64), "the same /56");
+        assert_ne!(client(one), client(other_56));
+        let loopbacks = [
+            "127.0.0.1",
+            "127.0.0.2",
+            "127.255.0.9",
+            "::1",
+            "::ffff:127.0.0.3",
+        ];
+        for ip in loopbacks {
+            assert_eq!(client(ip.parse().unwrap()), LOOPBACK, "{ip}");
+        }
+        assert_ne!(client("10.0.0.1".parse().unwrap()), LOOPBACK);
         let mapped = IpAddr::V6(Ipv4Addr::new(10, 0, 0, 1).to_ipv6_mapped());
         assert_eq!(client(mapped), client(A));
         // No IPv6 network collides with an IPv4 address.

@@ -20,8 +20,9 @@
 //! any name may address the agent). Sentinel's dashboard, `curl` and Prometheus send neither header.
 //! A browser too old to send `Sec-Fetch-Site` still lets a page trigger a GET without a token: set one.
 //!
-//! An audit trail, on the `tracing` target `floodgate::audit`, bounded so that a flood of requests
-//! cannot flood the log (client-made text quoted, so one event is one line):
+//! An audit trail, on the `tracing` target `floodgate::audit` (client-made text quoted, so one event is
+//! one line), where what anyone can cause is sampled, so that a flood of refused requests cannot flood
+//! the log:
 //!
 //! * every command that changes the agent's state (`setRules`, `setParamFlowRules`, `setSwitch`) and
 //!   ran, with the client's address, the rule type or value and the answer (`info`; `warn` when the
@@ -31,7 +32,11 @@
 //!   back before it (the rest of a burst is counted in a line a second on); a refused client's 429s
 //!   are not logged;
 //! * wrong tokens: `warn` for a client's first of its minute and for the one that gets it refused, not
-//!   those between; a request without a token at `debug`.
+//!   those between, each kind at most once a second across all clients (with the count held back); a
+//!   request without a token at `debug`.
+//!
+//! Commands that ran are logged each (a state change is worth its line; with a token, only its holders
+//! can cause them).
 
 mod auth_failures;
 mod info;
@@ -78,18 +83,35 @@ pub struct CommandState {
     pub(crate) auth_failures: AuthFailures,
     /// The audit lines for state changes refused before they ran (at most one a second).
     pub(crate) early_refusals: LogThrottle,
+    /// The audit lines for clients' first wrong tokens (at most one a second).
+    pub(crate) wrong_tokens: LogThrottle,
+    /// The audit lines for clients refused after too many wrong tokens (at most one a second).
+    pub(crate) lockouts: LogThrottle,
 }
 
 impl CommandState {
     /// Logs the refused state changes held back by the once-a-second audit line, if a second passed
     /// since (the agent calls it every second).
     pub(crate) fn flush_audit(&self, now: Instant) {
-        if let Some(held_back) = self.early_refusals.flush(now) {
-            tracing::warn!(
-                target: "floodgate::audit",
-                held_back,
-                "more commands refused before they ran (not logged one by one)"
-            );
+        let held = [
+            (
+                &self.early_refusals,
+                "more commands refused before they ran",
+            ),
+            (&self.wrong_tokens, "more clients sent wrong tokens"),
+            (
+                &self.lockouts,
+                "more clients refused after too many wrong tokens",
+            ),
+        ];
+        for (throttle, what) in held {
+            if let Some(held_back) = throttle.flush(now) {
+                tracing::warn!(
+                    target: "floodgate::audit",
+                    held_back,
+                    "{what} (not logged one by one)"
+                );
+            }
         }
     }
 }
@@ -369,25 +391,35 @@ fn unauthorized(
             token = "missing",
             "refused a request without a valid token"
         ),
-        Some(Failure::First) | None => tracing::warn!(
-            target: "floodgate::audit",
-            peer = %who,
-            command,
-            token = "wrong",
-            "refused a request without a valid token"
-        ),
+        // A client's first wrong token, and a lockout: at most one line a second each, however many
+        // clients (addresses are cheap to come by).
+        Some(Failure::First) | None => {
+            if let Some(held_back) = state.wrong_tokens.admit(now) {
+                tracing::warn!(
+                    target: "floodgate::audit",
+                    peer = %who,
+                    command,
+                    token = "wrong",
+                    held_back,
+                    "refused a request without a valid token"
+                );
+            }
+        }
         Some(Failure::LockedOut) => {
-            let left = peer
-                .and_then(|p| state.auth_failures.refused_for(p.ip(), now))
-                .unwrap_or_default();
-            tracing::warn!(
-                target: "floodgate::audit",
-                peer = %who,
-                command,
-                "refusing a client for {} s after {MAX_FAILURES} wrong tokens within {} s",
-                seconds(left),
-                WINDOW.as_secs()
-            );
+            if let Some(held_back) = state.lockouts.admit(now) {
+                let left = peer
+                    .and_then(|p| state.auth_failures.refused_for(p.ip(), now))
+                    .unwrap_or_default();
+                tracing::warn!(
+                    target: "floodgate::audit",
+                    peer = %who,
+                    command,
+                    held_back,
+                    "refusing a client for {} s after {MAX_FAILURES} wrong tokens within {} s",
+                    seconds(left),
+                    WINDOW.as_secs()
+                );
+            }
         }
         Some(Failure::Again) => {}
     }
