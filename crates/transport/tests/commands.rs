@@ -184,6 +184,14 @@ fn odd_resource_names_round_trip_decoded_exactly_once() {
         serde_json::from_str::<Value>(&node).unwrap()["resource"],
         " padded "
     );
+    // A name of spaces only too.
+    drop(fg.entry("  ").enter().unwrap());
+    let (_, node) = get(addr, "clusterNodeById?id=%20%20");
+    assert_eq!(
+        serde_json::from_str::<Value>(&node).unwrap()["resource"],
+        "  "
+    );
+    assert_eq!(get(addr, "clusterNodeById?id=").0, 400);
     // Keywords and numbers still may be.
     assert_eq!(get(addr, "getRules?type=%20flow%20").0, 200);
 }

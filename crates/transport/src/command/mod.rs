@@ -191,6 +191,11 @@ impl Params {
         self.get(key).map(str::trim)
     }
 
+    /// The value of `key` as sent, if present and not empty (a name may be all spaces).
+    pub(crate) fn non_empty(&self, key: &str) -> Option<&str> {
+        self.get(key).filter(|v| !v.is_empty())
+    }
+
     /// The value of `key` as sent, if present and not blank.
     pub(crate) fn non_blank(&self, key: &str) -> Option<&str> {
         self.get(key).filter(|v| !v.trim().is_empty())

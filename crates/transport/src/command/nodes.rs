@@ -58,7 +58,7 @@ pub(crate) fn cluster_node_by_id(
     params: &Params,
 ) -> Result<String, CommandError> {
     let id = params
-        .non_blank("id")
+        .non_empty("id")
         .ok_or_else(|| CommandError::bad_request("Invalid parameter: empty clusterNode name"))?;
     let ts = now_ms(state);
     Ok(state
