@@ -1,14 +1,15 @@
 //! Wrong tokens, counted per client: a client that sends [`MAX_FAILURES`] wrong tokens within
-//! [`WINDOW`] is refused (429) until that window ends, whatever token it sends meanwhile, so a token
-//! cannot be guessed at the speed of the wire (CC-01). Requests without a token are not counted (they
-//! guess nothing, and a health check on the dashboard's address must not get the dashboard refused).
+//! [`WINDOW`] is refused (429) until that window ends, whatever token it sends meanwhile, so that one
+//! client cannot guess a token at the speed of the wire (CC-01; a client with many addresses gets ten
+//! guesses a minute from each). Requests without a token are not counted (they guess nothing, and a
+//! health check on the dashboard's address must not get the dashboard refused).
 //!
 //! A client is its IPv4 address, or the /56 network of its IPv6 address (what an ISP hands one
 //! customer), and all loopback addresses are one client (a local process may send from any of
-//! 127.0.0.0/8). A window starts at a client's first failure. At most [`MAX_CLIENTS`] clients are tracked; when
-//! the table is full, finished windows are dropped first, then the client whose window started
-//! earliest among those not refused (a flood of new addresses does not free the refused ones), and
-//! only when every client is refused, the earliest of them.
+//! 127.0.0.0/8). A window starts at a client's first failure. At most [`MAX_CLIENTS`] clients are
+//! tracked; when the table is full, finished windows are dropped first, then the client whose window
+//! started earliest among those not refused (a flood of new addresses does not free the refused
+//! ones), and only when every client is refused, the earliest of them.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
