@@ -325,27 +325,21 @@ impl ValueCache {
     /// rule reloaded with only its `id` changed). Copied shard by shard: what calls change meanwhile
     /// in shards already copied is not in the copy.
     pub(crate) fn duplicate(&self) -> ValueCache {
+        // Exactly the copied values that count against the capacity (exception items do not).
+        let mut len = 0;
         let shards: Box<[Aligned]> = self
             .shards
             .iter()
             .map(|s| {
-                Aligned(Mutex::new(
-                    s.0.lock().unwrap_or_else(|e| e.into_inner()).clone(),
-                ))
-            })
-            .collect();
-        // Exactly the copied values that count against the capacity (exception items do not).
-        let len = shards
-            .iter()
-            .map(|s| {
-                let shard = s.0.lock().unwrap_or_else(|e| e.into_inner());
-                shard
+                let shard = s.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                len += shard
                     .slots
                     .iter()
                     .filter(|slot| slot.meta != 0 && slot.meta & PINNED == 0)
-                    .count()
+                    .count();
+                Aligned(Mutex::new(shard))
             })
-            .sum();
+            .collect();
         ValueCache {
             shards,
             shift: self.shift,

@@ -84,7 +84,7 @@ pub(crate) struct SystemRules {
     snapshot: Published<SystemSnapshot>,
     pub(crate) probe: Arc<dyn SystemProbe>,
     load_lock: Mutex<()>,
-    /// Whether an inbound entry met system rules, or the inbound node ever counted one.
+    /// Whether the inbound node was found to have counted an inbound entry (it never forgets).
     inbound_seen: AtomicBool,
     /// Outbound entries that met the rules of the last load while no inbound entry had been seen.
     outbound_unchecked: AtomicU32,
@@ -104,17 +104,9 @@ impl SystemRules {
         }
     }
 
-    /// Notes an inbound entry checked against rules in force.
-    #[inline]
-    pub(crate) fn note_inbound(&self) {
-        if !self.inbound_seen.load(Ordering::Relaxed) {
-            self.inbound_seen.store(true, Ordering::Relaxed);
-        }
-    }
-
     /// Notes an outbound entry that met rules in force (which do not check it): past
-    /// [`OUTBOUND_BEFORE_WARNING`] of them with no inbound entry ever seen (by the rules, or counted
-    /// on the `inbound` node), warns once per load that the rules check nothing (SY-06).
+    /// [`OUTBOUND_BEFORE_WARNING`] of them with no inbound entry ever counted on the `inbound` node
+    /// (passed or blocked, or one in flight), warns once per load that the rules check nothing (SY-06).
     #[inline]
     pub(crate) fn note_outbound(&self, inbound: &StatisticNode) {
         if !self.inbound_seen.load(Ordering::Relaxed) && !self.warned.load(Ordering::Relaxed) {
@@ -124,8 +116,9 @@ impl SystemRules {
 
     #[cold]
     fn count_outbound(&self, inbound: &StatisticNode) {
-        // Inbound entries from before the rules came into force went through the statistics only (one
-        // in flight that borrowed a future window has counted nothing yet but its concurrency).
+        // Every inbound entry, checked by the rules or from before they came into force, is counted
+        // there (one in flight that borrowed a future window has counted nothing yet but its
+        // concurrency).
         if inbound.has_counted() || inbound.cur_thread_num() > 0 {
             self.inbound_seen.store(true, Ordering::Relaxed);
             return;

@@ -44,7 +44,6 @@ impl Slot for SystemSlot {
             system.note_outbound(&cx.engine.inbound.stats);
             return Ok(());
         }
-        system.note_inbound();
         let snapshot = system.snapshot();
         if !snapshot.is_active() {
             return Ok(());
