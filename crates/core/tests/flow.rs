@@ -880,6 +880,55 @@ fn an_unbalanced_regex_cannot_escape_the_whole_name_anchoring() {
     assert!(fg.entry("a-anything").enter().is_ok());
 }
 
+/// Passes per second of `n`-permit requests, 5 of them every 100 ms, for `seconds`.
+fn per_second(clock: &ManualClock, fg: &Floodgate, permits: u32, seconds: u64) -> Vec<usize> {
+    (0..seconds)
+        .map(|_| {
+            (0..10)
+                .map(|_| {
+                    let passed = (0..5)
+                        .filter(|_| fg.entry("R").count(permits).enter().is_ok())
+                        .count();
+                    clock.advance(Duration::from_millis(100));
+                    passed
+                })
+                .sum()
+        })
+        .collect()
+}
+
+/// A warm-up rule whose cold rate is under the size of a request (a count below the cold factor, a
+/// batch above `count / coldFactor`) refused every request for good: its bucket drains only through
+/// passes (Sentinel's does the same). It now admits a request in a window with no pass, and warms.
+#[test]
+fn a_warm_up_rule_colder_than_one_request_still_warms_up() {
+    let (clock, fg) = engine();
+    load(
+        &fg,
+        r#"[{"resource":"R","count":2,"controlBehavior":1,"warmUpPeriodSec":10}]"#,
+    );
+    let passes = per_second(&clock, &fg, 1, 16);
+    assert_eq!(
+        passes,
+        [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2],
+        "one a second while cold, then two"
+    );
+
+    let (clock, fg) = engine();
+    load(
+        &fg,
+        r#"[{"resource":"R","count":20,"controlBehavior":1,"warmUpPeriodSec":10}]"#,
+    );
+    let passes = per_second(&clock, &fg, 7, 20);
+    assert_eq!(
+        passes,
+        [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2],
+        "7-permit requests, cold at 6.67 QPS: one a second, two (14 of 20 permits) once warm"
+    );
+    // A request larger than the rule's count is still never admitted.
+    assert_eq!(per_second(&clock, &fg, 21, 3), [0, 0, 0]);
+}
+
 /// A warm-up rule under one request a second admits at its rate (it admitted nothing, ever).
 #[test]
 fn a_fractional_warm_up_rule_paces_at_its_rate() {
