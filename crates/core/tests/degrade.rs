@@ -605,6 +605,119 @@ fn a_probe_that_never_exits_times_out() {
     assert!(call(&clock, &fg, "R", 0));
 }
 
+/// Calls that take longer than twice `timeWindow`, none failing: each probe times out, and the next
+/// one is reserved before it succeeds. A timed-out probe's late success closed the breaker only if no
+/// newer probe had been reserved, so the breaker cycled OPEN → HALF_OPEN → OPEN for good.
+#[test]
+fn probes_slower_than_twice_the_window_still_close_the_breaker() {
+    let (clock, fg) = engine();
+    fg.load_degrade_rules([DegradeRule::error_count("R", 0.0)
+        .time_window(1)
+        .min_request_amount(1)])
+        .unwrap();
+    assert!(call_err(&clock, &fg, "R", true, 0), "trips the breaker");
+    let mut in_flight = Vec::new();
+    let mut passed = Vec::new();
+    // A call every 100 ms for 60 s, each taking 2.5 s.
+    for step in 1..=600u64 {
+        clock.advance(ms(100));
+        let now = T0 + step * 100;
+        in_flight.retain(|(end, _)| *end > now);
+        if let Ok(entry) = fg.entry("R").enter() {
+            passed.push(step);
+            in_flight.push((now + 2_500, entry));
+        }
+    }
+    drop(in_flight);
+    assert_eq!(states(&fg, "R"), [Closed]);
+    // Probes at 1 s and (the first timed out at 2 s) 3 s; the first one's late success at 3.5 s
+    // closes the breaker, and every call passes from then on.
+    assert_eq!(passed[..3], [10, 30, 35]);
+    assert_eq!(passed.len(), 2 + (600 - 34));
+}
+
+/// A timed-out probe's late success does not close a breaker that a newer probe reopened by failing:
+/// that failure is newer evidence.
+#[test]
+fn a_late_success_does_not_undo_a_newer_probes_failure() {
+    let (clock, fg) = engine();
+    let events = Events::watch(&fg);
+    fg.load_degrade_rules([DegradeRule::error_count("R", 0.0)
+        .time_window(10)
+        .min_request_amount(1)])
+        .unwrap();
+    assert!(call_err(&clock, &fg, "R", true, 0));
+    clock.advance(Duration::from_secs(10));
+    let slow = fg.entry("R").enter().expect("the first probe");
+    clock.advance(Duration::from_secs(10));
+    assert!(!call(&clock, &fg, "R", 0), "the first probe timed out");
+    clock.advance(Duration::from_secs(10));
+    assert!(
+        call_err(&clock, &fg, "R", true, 0),
+        "a second probe, which fails"
+    );
+    events.take();
+    drop(slow);
+    assert_eq!(states(&fg, "R"), [Open]);
+    assert_eq!(events.take(), []);
+    // With only a timeout since the last failure, a late success closes it.
+    clock.advance(Duration::from_secs(10));
+    let slow = fg.entry("R").enter().expect("a third probe");
+    clock.advance(Duration::from_secs(10));
+    assert!(!call(&clock, &fg, "R", 0), "the third probe timed out");
+    clock.advance(Duration::from_secs(10));
+    let newer = fg.entry("R").enter().expect("a fourth probe");
+    events.take();
+    drop(slow);
+    assert_eq!(states(&fg, "R"), [Closed]);
+    assert_eq!(events.take(), [(HalfOpen, Closed, None)]);
+    drop(newer);
+    assert_eq!(states(&fg, "R"), [Closed]);
+    assert_eq!(events.take(), []);
+}
+
+/// Degrade rules removed while a probe is in flight: its exit skipped the degrade slots, and the
+/// dropped probe was reported as a failed one (HALF_OPEN → OPEN, "circuit breaker opened"). In the
+/// built-in chain and in a chain with a custom slot alike.
+#[test]
+fn a_probe_in_flight_when_the_rules_go_completes_quietly() {
+    for custom in [false, true] {
+        let clock = ManualClock::new(T0);
+        let mut builder = Floodgate::builder().clock(clock.clone());
+        if custom {
+            builder = builder.slot("noop", -500, Arc::new(Noop));
+        }
+        let fg = builder.build();
+        let events = Events::watch(&fg);
+        fg.load_degrade_rules([DegradeRule::error_count("R", 0.0)
+            .time_window(10)
+            .min_request_amount(1)])
+            .unwrap();
+        assert!(call_err(&clock, &fg, "R", true, 0));
+        clock.advance(Duration::from_secs(10));
+        let probe = fg.entry("R").enter().expect("the probe");
+        events.take();
+        fg.load_degrade_rules(Vec::<DegradeRule>::new()).unwrap();
+        clock.advance(ms(5));
+        drop(probe);
+        let reported = events.take();
+        assert!(
+            !reported.iter().any(|(_, next, _)| *next == Open),
+            "custom chain {custom}: {reported:?}"
+        );
+    }
+}
+
+/// A slot that does nothing (its presence makes the chain the generic one).
+#[derive(Debug)]
+struct Noop;
+
+impl Slot for Noop {
+    fn entry(&self, _cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
+        Ok(())
+    }
+}
+
 /// Only one of many threads racing at the retry time becomes the probe.
 #[test]
 fn exactly_one_probe_among_racing_threads() {

@@ -26,16 +26,19 @@
 //!   breaker and forgets the window; a bad one reopens it with a new `retryAt`. A probe that never
 //!   completes (its entry leaked) cannot hold the breaker for ever: `timeWindow` after the probe started
 //!   (or a slow-ratio rule's maximum RT, if longer), the next call counts it as failed and reopens the
-//!   breaker (and an entry that is dropped exits, so a dropped probe completes normally). Should that
-//!   probe complete after all, successfully, and no newer probe have been reserved, it closes the breaker
-//!   (OPEN → CLOSED):
-//!   calls slower than the timeout would otherwise keep it open for good under steady traffic.
+//!   breaker (and an entry that is dropped exits, so a dropped probe completes normally). Should a
+//!   probe that timed out complete after all, successfully, it closes the breaker (from OPEN, or from
+//!   HALF_OPEN with a newer probe in flight), unless a probe completed as failed since the window last
+//!   judged the breaker bad: calls slower than the timeout would otherwise keep it open for good under
+//!   steady traffic (each probe's late success finding a newer probe in flight, with calls slower than
+//!   twice `timeWindow`: found in review).
 //!
-//! The whole state is one `AtomicU64` (phase, a probe generation, and the time that matters in the
-//! phase: `retryAt` when open, the probe's deadline when reserved or half-open), and every transition is
-//! one compare-and-swap, so each one happens, and is reported to observers, exactly once. The generation
-//! tells one probe from the next: a stale probe's late completion or release finds a different word and
-//! does nothing.
+//! The whole state is one `AtomicU64` (phase, whether it has seen only timeouts since it last measured
+//! a failure, a probe generation, and the time that matters in the phase: `retryAt` when open, the
+//! probe's deadline when reserved or half-open), and every transition is one compare-and-swap, so each
+//! one happens, and is reported to observers, exactly once. The generation tells one probe from the
+//! next: a stale probe's completion or release finds a different word and does only what a late
+//! success may do.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -49,9 +52,10 @@ use super::slow_ratio::SlowRatio;
 
 const TIME_BITS: u32 = 48;
 const TIME_MAX: u64 = (1 << TIME_BITS) - 1;
-const GEN_BITS: u32 = 14;
+const GEN_BITS: u32 = 13;
 const GEN_MASK: u64 = (1 << GEN_BITS) - 1;
-const PHASE_SHIFT: u32 = TIME_BITS + GEN_BITS;
+const TIMED_OUT_SHIFT: u32 = TIME_BITS + GEN_BITS;
+const PHASE_SHIFT: u32 = TIMED_OUT_SHIFT + 1;
 
 /// Where the machine is (RESERVED is reported as OPEN).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +70,9 @@ enum Phase {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Word {
     phase: Phase,
+    /// Not CLOSED, and reopened by a probe's timeout since the last failure measured (a bad window or a
+    /// failed probe): a timed-out probe's late success then closes the breaker.
+    timed_out: bool,
     generation: u64,
     /// OPEN: retryAt. RESERVED / HALF_OPEN: the probe's deadline. CLOSED: 0. Epoch ms, saturated at 2⁴⁸.
     time: u64,
@@ -74,12 +81,14 @@ struct Word {
 impl Word {
     const CLOSED: Word = Word {
         phase: Phase::Closed,
+        timed_out: false,
         generation: 0,
         time: 0,
     };
 
     fn pack(self) -> u64 {
         ((self.phase as u64) << PHASE_SHIFT)
+            | (u64::from(self.timed_out) << TIMED_OUT_SHIFT)
             | ((self.generation & GEN_MASK) << TIME_BITS)
             | self.time.min(TIME_MAX)
     }
@@ -93,16 +102,37 @@ impl Word {
         };
         Word {
             phase,
+            timed_out: (word >> TIMED_OUT_SHIFT) & 1 == 1,
             generation: (word >> TIME_BITS) & GEN_MASK,
             time: word & TIME_MAX,
         }
     }
 
+    /// The same generation and `timed_out` flag in another phase and time.
     fn with(self, phase: Phase, time: u64) -> Word {
         Word {
             phase,
-            generation: self.generation,
             time,
+            ..self
+        }
+    }
+
+    /// OPEN until `retry_at` after a failure was measured (a bad window, a failed probe).
+    fn failed(self, retry_at: u64) -> Word {
+        Word {
+            phase: Phase::Open,
+            timed_out: false,
+            generation: self.generation,
+            time: retry_at,
+        }
+    }
+
+    /// The state as reported (a reserved probe is still OPEN).
+    fn reported(self) -> BreakerState {
+        match self.phase {
+            Phase::Closed => BreakerState::Closed,
+            Phase::Open | Phase::Reserved => BreakerState::Open,
+            Phase::HalfOpen => BreakerState::HalfOpen,
         }
     }
 }
@@ -258,11 +288,7 @@ impl Breaker {
     /// The state as reported (a reserved probe is still OPEN).
     #[cfg(test)]
     pub(crate) fn state(&self) -> BreakerState {
-        match self.load().1.phase {
-            Phase::Closed => BreakerState::Closed,
-            Phase::Open | Phase::Reserved => BreakerState::Open,
-            Phase::HalfOpen => BreakerState::HalfOpen,
-        }
+        self.load().1.reported()
     }
 
     /// Whether a call may pass at `now` (the slot's `entry`).
@@ -281,6 +307,7 @@ impl Breaker {
                         phase: Phase::Reserved,
                         generation: w.generation.wrapping_add(1),
                         time: now.saturating_add(self.probe_timeout_ms),
+                        ..w
                     };
                     if self.cas(raw, reserved) {
                         return Admission::Probe(ProbeToken {
@@ -296,7 +323,10 @@ impl Breaker {
                     }
                     // The probe outlived its deadline without completing.
                     if w.phase == Phase::HalfOpen {
-                        let open = w.with(Phase::Open, now.saturating_add(self.recovery_ms));
+                        let open = Word {
+                            timed_out: true,
+                            ..w.with(Phase::Open, now.saturating_add(self.recovery_ms))
+                        };
                         if self.cas(raw, open) {
                             self.notify(BreakerState::HalfOpen, BreakerState::Open, Some(1.0), now);
                             return Admission::Block;
@@ -339,7 +369,7 @@ impl Breaker {
             Test::ErrorCount(t) => t.exceeded(bad),
         };
         if let Some(value) = tripped {
-            let open = w.with(Phase::Open, now.saturating_add(self.recovery_ms));
+            let open = w.failed(now.saturating_add(self.recovery_ms));
             if self.cas(raw, open) {
                 self.notify(BreakerState::Closed, BreakerState::Open, Some(value), now);
             }
@@ -408,25 +438,35 @@ impl ProbeToken {
         b.bucket.add(now, bad);
         let half = self.half_open();
         if bad {
-            let open = half.with(Phase::Open, now.saturating_add(b.recovery_ms));
+            let open = half.failed(now.saturating_add(b.recovery_ms));
             if b.cas(half.pack(), open) {
                 b.notify(BreakerState::HalfOpen, BreakerState::Open, Some(1.0), now);
+            } else {
+                // A timed-out probe that failed after all: a failure measured, so no late success
+                // of an older probe may close the breaker now.
+                let (raw, w) = b.load();
+                if w.timed_out {
+                    b.cas(
+                        raw,
+                        Word {
+                            timed_out: false,
+                            ..w
+                        },
+                    );
+                }
             }
-        } else if b.cas(half.pack(), half.with(Phase::Closed, 0)) {
+        } else if b.cas(half.pack(), Word::CLOSED) {
             b.bucket.reset();
             b.notify(BreakerState::HalfOpen, BreakerState::Closed, None, now);
         } else {
-            // The probe outlived its timeout (the next call reopened the breaker) but succeeded.
-            // Unless a newer probe was reserved since (a new generation), it still shows the resource
-            // healthy: otherwise calls slower than the timeout, under steady traffic, would reopen
-            // the breaker probe after probe, for good.
+            // The probe outlived its timeout (a later call reopened the breaker) but succeeded. Unless
+            // a failure was measured since, it shows the resource healthy, even with a newer probe in
+            // flight (that probe's completion then finds the breaker closed): calls slower than the
+            // timeout would otherwise reopen the breaker probe after probe, for good.
             let (raw, w) = b.load();
-            if w.phase == Phase::Open
-                && w.generation == half.generation
-                && b.cas(raw, w.with(Phase::Closed, 0))
-            {
+            if w.phase != Phase::Closed && w.timed_out && b.cas(raw, Word::CLOSED) {
                 b.bucket.reset();
-                b.notify(BreakerState::Open, BreakerState::Closed, None, now);
+                b.notify(w.reported(), BreakerState::Closed, None, now);
             }
         }
     }
@@ -443,7 +483,7 @@ impl Drop for ProbeToken {
         } else if current == self.half_open().pack() {
             // Admitted but never completed (no exit reached the breaker): a failed probe.
             let started = reserved.time.saturating_sub(b.probe_timeout_ms);
-            if b.cas(current, reserved.with(Phase::Open, reserved.time)) {
+            if b.cas(current, reserved.failed(reserved.time)) {
                 b.notify(
                     BreakerState::HalfOpen,
                     BreakerState::Open,
@@ -482,11 +522,13 @@ mod tests {
             Word::CLOSED,
             Word {
                 phase: Phase::HalfOpen,
+                timed_out: true,
                 generation: GEN_MASK,
                 time: TIME_MAX,
             },
             Word {
                 phase: Phase::Reserved,
+                timed_out: false,
                 generation: 5,
                 time: 1_700_000_000_000,
             },
@@ -495,6 +537,7 @@ mod tests {
         }
         let huge = Word {
             phase: Phase::Open,
+            timed_out: true,
             generation: 1,
             time: u64::MAX,
         };

@@ -97,7 +97,9 @@ pub(super) fn exit(cx: &mut ExitContext<'_>) {
     if cx.param_generation != 0 {
         ParamFlowSlot.exit(cx);
     }
-    if engine.degrade.in_force() {
+    // A probe admitted before the degrade rules were removed still completes (dropped instead, it
+    // would be reported as a failed probe).
+    if engine.degrade.in_force() || !cx.attachments.is_empty() {
         DefaultCircuitBreakerSlot.exit(cx);
         DegradeSlot.exit(cx);
     }

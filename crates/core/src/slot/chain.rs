@@ -154,8 +154,11 @@ impl SlotChain {
             return;
         }
         let engine = cx.engine;
+        // An entry that carries attachments (a breaker's probe, say) reaches every exit hook, so that
+        // a slot whose rules were removed while the entry ran still completes what it attached.
+        let attached = !cx.attachments.is_empty();
         for s in self.exits.iter() {
-            if s.active(engine) {
+            if attached || s.active(engine) {
                 s.slot.exit(cx);
             }
         }

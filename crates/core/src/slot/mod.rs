@@ -132,7 +132,9 @@ pub trait Slot: Send + Sync + fmt::Debug + 'static {
     }
 
     /// The engine rule kind this slot enforces, if any: the chain skips the slot entirely while no rule
-    /// of that kind is in force (a relaxed load instead of a call).
+    /// of that kind is in force (a relaxed load instead of a call), except for the exit of an entry that
+    /// carries [attachments](ExitContext::attachments), which reaches every exit hook (what a slot
+    /// attached is completed even if its rules were removed while the entry ran).
     fn rule_type(&self) -> Option<RuleType> {
         None
     }
