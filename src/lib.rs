@@ -22,14 +22,14 @@ pub use floodgate_core::{
     DEFAULT_MAX_RESOURCES, DEFAULT_OCCUPY_TIMEOUT, DefaultCircuitBreakerSlot, DegradeGrade,
     DegradeRule, DegradeSlot, EngineStats, Entry, EntryBuilder, EntryType, ExitContext, Floodgate,
     FloodgateBuilder, FlowGrade, FlowRule, FlowSlot, FlowStatus, FlowStrategy, Hooks, LogSlot,
-    MACHINE_ROOT, ManualClock, ManualProbe, MetricLine, NodeSelectorSlot, NodeSnapshot, NodeView,
-    OVER_CAP_ORIGIN, OVER_CAP_RESOURCE, OsProbe, OwnedEntry, ParamFlowClusterConfig, ParamFlowItem,
-    ParamFlowRule, ParamFlowSlot, ParamFlowStatus, ParamKey, ParamValue, ResourceHandle,
-    ResourceKey, ResourceType, RuleError, RuleType, SetGlobalDefaultError, Slot, SlotContext,
-    SlotRegistration, StatisticSlot, SystemClock, SystemLimit, SystemLimitType, SystemProbe,
-    SystemRule, SystemSlot, SystemStatus, SystemThresholds, TOTAL_INBOUND_TRAFFIC, TreeNodeKind,
-    UnknownRuleType, WindowError, entry, global, order, register_slot, set_global_default,
-    utc_datetime,
+    MACHINE_ROOT, MAX_ORIGIN_LEN, ManualClock, ManualProbe, MetricLine, NodeSelectorSlot,
+    NodeSnapshot, NodeView, OVER_CAP_ORIGIN, OVER_CAP_RESOURCE, OsProbe, OwnedEntry,
+    ParamFlowClusterConfig, ParamFlowItem, ParamFlowRule, ParamFlowSlot, ParamFlowStatus, ParamKey,
+    ParamValue, ResourceHandle, ResourceKey, ResourceType, RuleError, RuleType,
+    SetGlobalDefaultError, Slot, SlotContext, SlotRegistration, StatisticSlot, SystemClock,
+    SystemLimit, SystemLimitType, SystemProbe, SystemRule, SystemSlot, SystemStatus,
+    SystemThresholds, TOTAL_INBOUND_TRAFFIC, TreeNodeKind, UnknownRuleType, WindowError, entry,
+    global, order, register_slot, set_global_default, utc_datetime,
 };
 
 pub use floodgate_macros::resource;

@@ -69,8 +69,13 @@ pub const DEFAULT_MAX_CONTEXTS: usize = 2000;
 /// taken from a request header, made an origin node on every resource it called, for good).
 pub const DEFAULT_MAX_ORIGINS: usize = 1000;
 /// The origin that callers past a resource's origin cap share (see
-/// [`FloodgateBuilder::max_origins`]).
+/// [`FloodgateBuilder::max_origins`]), and callers whose origin is longer than [`MAX_ORIGIN_LEN`].
 pub const OVER_CAP_ORIGIN: &str = "__over_origin_cap__";
+/// The longest origin (in bytes) the engine keeps a node for or interns. A longer one (a header a
+/// client filled, say) is an origin no rule names: it shares [`OVER_CAP_ORIGIN`]'s node, and rules may
+/// not name one (`limitApp`). Without the bound, distinct origins of hundreds of kilobytes each were
+/// kept for good, a few times over, up to the origin caps.
+pub const MAX_ORIGIN_LEN: usize = 256;
 /// How many origins contexts and owned entries intern (an origin is then kept as an id, not copied per
 /// entry), so that origins clients make up cannot grow the engine without bound. Origins that rules name
 /// are interned when the rules load, whatever the count. Past the cap, a context's new origin is
@@ -604,7 +609,10 @@ impl Inner {
                 .rules_of(resource)
                 .is_some_and(|rules| rules.names(origin))
         };
-        let over_cap = || resource.cluster.origin_count() >= self.config.max_origins && !named();
+        let over_cap = || {
+            origin.len() > MAX_ORIGIN_LEN
+                || (resource.cluster.origin_count() >= self.config.max_origins && !named())
+        };
         // The usual case past the cap, without the lock: the shared node exists.
         if over_cap() {
             if let Some(id) = resource.cluster.origin(OVER_CAP_ORIGIN) {
@@ -629,9 +637,12 @@ impl Inner {
 
     /// `origin` interned: an id whose string lives as long as the engine (contexts carry the id, entries
     /// borrow the string, nothing is reference-counted per entry). `bounded`: past
-    /// [`MAX_INTERNED_ORIGINS`] a new origin is not interned, and `u32::MAX` (no origin) comes back,
-    /// without taking the engine's lock.
+    /// [`MAX_INTERNED_ORIGINS`] a new origin, and always one longer than [`MAX_ORIGIN_LEN`], is not
+    /// interned, and `u32::MAX` (no origin) comes back, without taking the engine's lock.
     pub(crate) fn intern_origin(&self, origin: &str, bounded: bool) -> u32 {
+        if bounded && origin.len() > MAX_ORIGIN_LEN {
+            return u32::MAX;
+        }
         if let Some(id) = self.origin_index.get(origin) {
             return id;
         }

@@ -85,7 +85,8 @@ pub use degrade::{
 pub use engine::{
     ConfigError, DEFAULT_CONTEXT_NAME, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_ORIGINS,
     DEFAULT_MAX_RESOURCES, DEFAULT_OCCUPY_TIMEOUT, EngineStats, Floodgate, FloodgateBuilder,
-    MACHINE_ROOT, OVER_CAP_ORIGIN, OVER_CAP_RESOURCE, ResourceHandle, TOTAL_INBOUND_TRAFFIC,
+    MACHINE_ROOT, MAX_ORIGIN_LEN, OVER_CAP_ORIGIN, OVER_CAP_RESOURCE, ResourceHandle,
+    TOTAL_INBOUND_TRAFFIC,
 };
 pub use entry::{Entry, EntryBuilder, OwnedEntry};
 pub use entry_type::{EntryType, ResourceType};

@@ -346,6 +346,64 @@ fn origins_past_the_cap_share_one_node_and_named_origins_keep_theirs() {
     assert_eq!(passed, 3 + 50);
 }
 
+/// Origins longer than `MAX_ORIGIN_LEN` (a header a client filled) share the over-cap node instead of
+/// each being kept for good (100 KB each, a few times over, up to the origin caps: found in review), in
+/// contexts and owned entries too; rules may not name one.
+#[test]
+fn origins_longer_than_the_limit_share_one_node_and_rules_cannot_name_them() {
+    use floodgate_core::{MAX_ORIGIN_LEN, OVER_CAP_ORIGIN, RuleError, RuleType};
+    let fg = Floodgate::builder().clock(ManualClock::new(T0)).build();
+    fg.load_rules_json(
+        RuleType::Flow,
+        r#"[{"resource":"R","limitApp":"other","count":1000}]"#,
+    )
+    .unwrap();
+    let longest = "a".repeat(MAX_ORIGIN_LEN);
+    for i in 0..20 {
+        let long = format!("{i:03}{}", "b".repeat(100_000));
+        drop(fg.entry("R").origin(&long).enter().unwrap());
+        drop(fg.entry("R").origin(&long).enter_owned().unwrap());
+        fg.context("ctx")
+            .origin(&long)
+            .run(|| drop(fg.entry("R").enter().unwrap()));
+    }
+    drop(fg.entry("R").origin(&longest).enter().unwrap());
+    let nodes = fg.origin_nodes("R");
+    let mut names: Vec<&str> = nodes.iter().map(|n| &*n.name).collect();
+    names.sort_unstable();
+    assert_eq!(names, [OVER_CAP_ORIGIN, &*longest], "one shared node");
+    let shared = nodes.iter().find(|n| &*n.name == OVER_CAP_ORIGIN).unwrap();
+    assert_eq!(shared.pass_qps, 60.0);
+
+    let too_long = "c".repeat(MAX_ORIGIN_LEN + 1);
+    for (rule_type, json) in [
+        (
+            RuleType::Flow,
+            format!(
+                r#"[{{"resource":"R","count":1}},{{"resource":"R","limitApp":"{too_long}","count":1}}]"#
+            ),
+        ),
+        (
+            RuleType::Authority,
+            format!(r#"[{{"resource":"R","limitApp":"a,{too_long}","strategy":0}}]"#),
+        ),
+    ] {
+        let index = usize::from(rule_type == RuleType::Flow);
+        match fg.load_rules_json(rule_type, &json) {
+            Err(RuleError::Invalid {
+                index: i, field, ..
+            }) => assert_eq!((i, field.as_str()), (index, "limitApp"), "{rule_type:?}"),
+            other => panic!("{rule_type:?}: {other:?}"),
+        }
+    }
+    assert_eq!(fg.flow_rules().len(), 1, "the rules in force are kept");
+    fg.load_rules_json(
+        RuleType::Flow,
+        &format!(r#"[{{"resource":"R","limitApp":"{longest}","count":1}}]"#),
+    )
+    .expect("an origin of the greatest length may be named");
+}
+
 #[test]
 fn default_breakers_apply_past_the_cap_on_the_shared_resource() {
     use floodgate_core::{BreakerState, DegradeRule, OVER_CAP_RESOURCE};

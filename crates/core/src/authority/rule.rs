@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::rules::{RuleError, RuleFields, rule_head, whole_name_regex};
+use crate::rules::{RuleError, RuleFields, check_origin_len, rule_head, whole_name_regex};
 
 /// Whether an authority rule's list admits or refuses the origins it names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -136,6 +136,9 @@ impl AuthorityRule {
                 "limitApp",
                 "must list the origins (comma-separated), got a blank value".into(),
             );
+        }
+        for origin in self.limit_app.split(',') {
+            check_origin_len(index, origin)?;
         }
         if self.regex {
             whole_name_regex(index, &self.resource)?;

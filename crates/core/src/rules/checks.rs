@@ -2,8 +2,26 @@
 //! the parts of a cluster config the flow and hot-parameter rules have in common.
 
 use super::RuleError;
+use crate::engine::MAX_ORIGIN_LEN;
 
-/// `resource` and `limitApp` are not blank; `count` is a finite number ≥ 0.
+/// An origin a rule names (`limitApp`, or one origin of an authority list) is no longer than
+/// [`MAX_ORIGIN_LEN`]: a longer one is never an entry's origin.
+pub(crate) fn check_origin_len(index: usize, origin: &str) -> Result<(), RuleError> {
+    if origin.len() > MAX_ORIGIN_LEN {
+        return Err(RuleError::invalid(
+            index,
+            "limitApp",
+            format!(
+                "names an origin of {} bytes; origins are at most {MAX_ORIGIN_LEN}",
+                origin.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `resource` and `limitApp` are not blank, `limitApp` is no longer than an origin may be; `count` is
+/// a finite number ≥ 0.
 pub(crate) fn check_rule_head(
     index: usize,
     resource: &str,
@@ -16,6 +34,7 @@ pub(crate) fn check_rule_head(
     if limit_app.trim().is_empty() {
         return Err(RuleError::invalid(index, "limitApp", "must not be blank"));
     }
+    check_origin_len(index, limit_app)?;
     if !count.is_finite() || count < 0.0 {
         return Err(RuleError::invalid(
             index,

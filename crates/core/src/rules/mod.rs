@@ -18,7 +18,7 @@ use std::str::FromStr;
 
 use thiserror::Error;
 
-pub(crate) use checks::{ClusterFields, check_cluster_fields, check_rule_head};
+pub(crate) use checks::{ClusterFields, check_cluster_fields, check_origin_len, check_rule_head};
 #[cfg(test)]
 pub(crate) use json::parse_rule_array;
 pub(crate) use json::{RuleFields, RuleItem, parse_rule_items, rule_head, to_json_array};
