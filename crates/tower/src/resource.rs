@@ -19,7 +19,8 @@ pub struct RequestHead<'a> {
 }
 
 /// The default resource name: `METHOD:template` from axum's `MatchedPath` (feature `axum`); the method
-/// path for gRPC requests (`content-type: application/grpc…`); `METHOD:/*` otherwise — so the number of
+/// path for gRPC calls (`POST /package.Service/Method` with `content-type: application/grpc…`);
+/// `METHOD:/*` otherwise — so the number of
 /// resources stays bounded by the number of routes. Methods other than the eight of RFC 9110 and PATCH are named
 /// `_OTHER` (as OpenTelemetry's HTTP conventions do): clients choose them, so each must not make a
 /// resource of its own.
@@ -68,7 +69,7 @@ impl<'a> NameParts<'a> {
                 };
             }
         }
-        if is_grpc(head) {
+        if is_grpc(head) && head.method == Method::POST && is_grpc_method_path(head.uri.path()) {
             return NameParts::new(None, head.uri.path());
         }
         NameParts::new(Some(method), "/*")
@@ -96,6 +97,17 @@ fn is_grpc_service_route(template: &str) -> bool {
         && !last[2..].contains('/')
         && service.contains('.')
         && !service.contains(['{', '}'])
+}
+
+/// Whether a path has a gRPC method's shape, `/package.Service/Method` (the service's name with a dot,
+/// as in [`is_grpc_service_route`]): the content type alone is the client's word, and with it any path
+/// (`/orders/1` of a route under an HTTP rule) was named by itself, escaping the rule (found in review).
+fn is_grpc_method_path(path: &str) -> bool {
+    let Some((service, method)) = path.strip_prefix('/').and_then(|rest| rest.split_once('/'))
+    else {
+        return false;
+    };
+    service.contains('.') && !method.is_empty() && !method.contains('/')
 }
 
 /// Whether the request is a gRPC call (by its content type).

@@ -531,6 +531,47 @@ async fn grpc_paths_and_the_method_fallback_name_resources_outside_axum_routes()
     assert_eq!(fg.cluster_node("GET:/*").unwrap().pass_qps(), 4.0);
 }
 
+/// Outside axum's routes, a gRPC content type names a request by its path only for a gRPC method's
+/// shape (`POST /package.Service/Method`): on any other request a client sent it to name the request
+/// itself, and escaped the rule on `GET:/*` (found in review).
+#[tokio::test]
+async fn a_grpc_content_type_does_not_rename_an_http_request() {
+    let (_clock, fg) = engine();
+    fg.load_rules_json(RuleType::Flow, r#"[{"resource":"GET:/*","count":0}]"#)
+        .unwrap();
+    let router: Router = Router::new().route("/orders/{id}", get(|| async { "order" }));
+    let app = tower::Layer::layer(&FloodgateLayer::new(fg.clone()), router);
+    for content_type in ["text/plain", "application/grpc"] {
+        let request = Request::get("/orders/1")
+            .header(header::CONTENT_TYPE, content_type)
+            .body(Body::empty())
+            .unwrap();
+        let response = app.clone().oneshot(request).await.unwrap();
+        assert_eq!(
+            response.status(),
+            StatusCode::TOO_MANY_REQUESTS,
+            "{content_type}"
+        );
+    }
+    for (method, path) in [
+        ("POST", "/orders/1"),
+        ("GET", "/pkg.Orders/Get"),
+        ("POST", "/pkg.Orders/Get/more"),
+        ("POST", "/pkg.Orders/"),
+    ] {
+        let request = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::CONTENT_TYPE, "application/grpc")
+            .body(Body::empty())
+            .unwrap();
+        app.clone().oneshot(request).await.unwrap();
+    }
+    let mut names: Vec<String> = fg.resource_names().iter().map(|n| n.to_string()).collect();
+    names.sort();
+    assert_eq!(names, ["GET:/*", "POST:/*"]);
+}
+
 /// gRPC answers errors with HTTP 200 and a `grpc-status` header (a trailers-only response): the server's
 /// failures are traced, a client's mistakes and successes are not.
 #[tokio::test]
