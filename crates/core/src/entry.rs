@@ -442,7 +442,8 @@ impl fmt::Debug for Entry<'_> {
 
 impl<'a> Entry<'a> {
     /// Marks the call as failed with `error` (counted as an exception at exit, for error-ratio and
-    /// error-count breakers), unless the engine's filters ignore it. A [`BlockError`] is never traced.
+    /// error-count breakers), unless the engine's filters ignore it. A [`BlockError`] is never traced,
+    /// nor an error whose `source()` chain holds one.
     pub fn trace<E: Error + 'static>(&self, error: &E) {
         self.trace_dyn(error);
     }

@@ -8,7 +8,12 @@ use crate::block::BlockError;
 
 type Predicate = Arc<dyn Fn(&(dyn Error + 'static)) -> bool + Send + Sync>;
 
-/// Trace and ignore predicates; ignore wins, and a [`BlockError`] is never traced.
+/// How deep an error's `source()` chain is searched for a [`BlockError`].
+const MAX_SOURCE_DEPTH: usize = 32;
+
+/// Trace and ignore predicates; ignore wins, and a [`BlockError`] is never traced, nor an error it
+/// caused (one whose `source()` chain holds it: a nested guarded call's block, wrapped in the caller's
+/// error type and passed up with `?`, as Sentinel's `isBlockException` walks the causes).
 #[derive(Clone, Default)]
 pub(crate) struct ErrorFilter {
     pub(crate) trace_if: Option<Predicate>,
@@ -26,8 +31,13 @@ impl fmt::Debug for ErrorFilter {
 
 impl ErrorFilter {
     pub(crate) fn should_trace(&self, error: &(dyn Error + 'static)) -> bool {
-        if error.is::<BlockError>() {
-            return false;
+        let mut cause = Some(error);
+        for _ in 0..MAX_SOURCE_DEPTH {
+            let Some(e) = cause else { break };
+            if e.is::<BlockError>() {
+                return false;
+            }
+            cause = e.source();
         }
         if self.ignore_if.as_ref().is_some_and(|p| p(error)) {
             return false;

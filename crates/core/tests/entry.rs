@@ -92,6 +92,11 @@ fn inbound_entries_count_into_the_inbound_node() {
     assert_eq!(fg.inbound_node().success_qps(), 1.0);
 }
 
+/// An error caused by `.0` (a caller's error wrapping a nested call's).
+#[derive(Debug, thiserror::Error)]
+#[error("wrapped")]
+struct Wrapped<E: std::error::Error + 'static>(#[source] E);
+
 #[test]
 fn trace_filters_decide_what_counts_as_an_exception() {
     let clock = ManualClock::new(T0);
@@ -108,6 +113,12 @@ fn trace_filters_decide_what_counts_as_an_exception() {
     let block = BlockError::new(BlockKind::Flow, "R".into());
     e.trace(&block);
     assert!(!e.has_error(), "a block is never traced");
+    let fg_plain = Floodgate::builder().clock(ManualClock::new(T0)).build();
+    let plain = fg_plain.entry("R").enter().unwrap();
+    plain.trace(&Wrapped(Wrapped(block)));
+    assert!(!plain.has_error(), "nor an error a block caused");
+    plain.trace(&Wrapped(std::fmt::Error));
+    assert!(plain.has_error(), "an error with another cause is");
     e.trace(&Downstream);
     assert!(e.has_error());
     drop(e);
