@@ -134,21 +134,33 @@ impl<'a> EnterAsync<'a> for EntryBuilder<'a> {
     }
 }
 
-/// The admitted entry; traces a panic that unwinds through the body before exiting.
+/// The admitted entry; for a sync function, traces a panic that unwinds through the body before
+/// exiting (an async body's panics are traced where it is polled: [`traced_body`]).
 #[derive(Debug)]
 pub struct Guard<'a> {
     entry: Entry<'a>,
-    /// The thread was already unwinding when the call began (called from a `Drop` during a panic).
-    panicking: bool,
+    /// Trace a drop during unwinding: a sync call that did not begin while the thread was already
+    /// unwinding (called from a `Drop` during a panic).
+    trace_unwinding: bool,
 }
 
 impl<'a> Guard<'a> {
-    /// Guards `entry`.
+    /// Guards `entry` of a sync function.
     #[inline]
     pub fn new(entry: Entry<'a>) -> Self {
         Guard {
             entry,
-            panicking: std::thread::panicking(),
+            trace_unwinding: !std::thread::panicking(),
+        }
+    }
+
+    /// Guards `entry` of an async function: dropped during unwinding, it was cancelled (its caller
+    /// panicked elsewhere), not failed.
+    #[inline]
+    pub fn new_async(entry: Entry<'a>) -> Self {
+        Guard {
+            entry,
+            trace_unwinding: false,
         }
     }
 
@@ -168,10 +180,27 @@ impl<'a> Guard<'a> {
 
 impl Drop for Guard<'_> {
     fn drop(&mut self) {
-        if !self.panicking && std::thread::panicking() {
+        if self.trace_unwinding && std::thread::panicking() {
             self.entry.trace_dyn(&Panicked);
         }
     }
+}
+
+/// Runs an async body, tracing a panic that unwinds out of one of its polls into `entry` before it
+/// goes on. Only the body's own: a guarded future dropped while its caller unwinds from another panic
+/// was cancelled, and is not traced (it was, found in review).
+pub async fn traced_body<R, F: Future<Output = R>>(entry: &Entry<'_>, body: F) -> R {
+    let mut body = std::pin::pin!(body);
+    std::future::poll_fn(|cx| {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body.as_mut().poll(cx))) {
+            Ok(poll) => poll,
+            Err(payload) => {
+                entry.trace_dyn(&Panicked);
+                std::panic::resume_unwind(payload)
+            }
+        }
+    })
+    .await
 }
 
 /// What is traced when the guarded body panics.

@@ -19,6 +19,7 @@ fn engine() -> &'static Floodgate {
         let fg = Floodgate::builder().clock(ManualClock::new(T0)).build();
         fg.load_flow_rules([
             FlowRule::new("sync_block", 2.0),
+            FlowRule::new("nested_inner", 0.0),
             FlowRule::new("always_blocked", 0.0),
             FlowRule::new("handler_args", 0.0),
             FlowRule::new("fallback_gets_block", 0.0),
@@ -78,7 +79,15 @@ impl fmt::Display for AppError {
     }
 }
 
-impl Error for AppError {}
+impl Error for AppError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        match self {
+            AppError::Blocked(block) => Some(block),
+            AppError::NotFound(_) => None,
+            AppError::Parse(e) => Some(e),
+        }
+    }
+}
 
 impl From<BlockError> for AppError {
     fn from(block: BlockError) -> Self {
@@ -519,6 +528,26 @@ fn the_entry_is_held_for_the_whole_body() {
     assert_eq!(reentrant(0).unwrap(), 0);
 }
 
+#[floodgate::resource(name = "nested_inner", engine = engine())]
+fn nested_inner() -> Result<u32, AppError> {
+    Ok(1)
+}
+
+#[floodgate::resource(name = "nested_outer", engine = engine())]
+fn nested_outer() -> Result<u32, AppError> {
+    Ok(nested_inner()? + 1)
+}
+
+/// A nested guarded call's block, passed up with `?` in the caller's error type, is not the outer
+/// call's failure (it fed the outer resource's breakers: found in review).
+#[test]
+fn a_nested_block_passed_up_is_not_traced() {
+    assert!(matches!(nested_outer(), Err(AppError::Blocked(_))));
+    assert_eq!(passed("nested_outer"), 1);
+    assert_eq!(exceptions("nested_outer"), 0);
+    assert_eq!(in_flight("nested_outer"), 0);
+}
+
 // --- async ----------------------------------------------------------------------------------------
 
 #[cfg(feature = "tokio")]
@@ -534,6 +563,65 @@ mod async_fns {
             return Err(AppError::NotFound(0));
         }
         Ok(format!("item {parsed}"))
+    }
+
+    /// The body's value is coerced to the declared output, as without the attribute: a boxed value
+    /// becomes a trait object, in the tail and in a `return` (found in review: it did not compile).
+    #[floodgate::resource(name = "async_dyn", engine = engine())]
+    async fn shown(id: u64) -> Result<Box<dyn fmt::Display + Send>, AppError> {
+        tokio::task::yield_now().await;
+        if id == 0 {
+            return Ok(Box::new("none"));
+        }
+        Ok(Box::new(id))
+    }
+
+    #[tokio::test]
+    async fn async_fn_output_coerces_to_a_trait_object() {
+        assert_eq!(shown(7).await.unwrap().to_string(), "7");
+        assert_eq!(shown(0).await.unwrap().to_string(), "none");
+        assert_eq!(passed("async_dyn"), 2);
+        assert_eq!(in_flight("async_dyn"), 0);
+    }
+
+    #[floodgate::resource(name = "async_panics", engine = engine())]
+    async fn panics_after_a_yield() -> Result<(), AppError> {
+        tokio::task::yield_now().await;
+        panic!("boom");
+    }
+
+    #[floodgate::resource(name = "async_pending", engine = engine())]
+    async fn never_ready() -> Result<(), AppError> {
+        std::future::pending::<()>().await;
+        Ok(())
+    }
+
+    /// An async body's panic is traced; a guarded call cancelled while its caller unwinds from a panic
+    /// of its own is not (it was counted as a failure of the guarded resource: found in review).
+    #[tokio::test]
+    async fn an_async_panic_is_traced_and_a_cancellation_during_anothers_is_not() {
+        assert!(tokio::spawn(panics_after_a_yield()).await.is_err());
+        assert_eq!(
+            (in_flight("async_panics"), exceptions("async_panics")),
+            (0, 1)
+        );
+        let caller = tokio::spawn(async {
+            let call = never_ready();
+            tokio::pin!(call);
+            // Polled once (admitted, pending), then left.
+            std::future::poll_fn(|cx| {
+                assert!(call.as_mut().poll(cx).is_pending());
+                std::task::Poll::Ready(())
+            })
+            .await;
+            assert_eq!(in_flight("async_pending"), 1);
+            panic!("the caller fails for reasons of its own");
+        });
+        assert!(caller.await.is_err());
+        assert_eq!(
+            (in_flight("async_pending"), exceptions("async_pending")),
+            (0, 0)
+        );
     }
 
     #[tokio::test]

@@ -154,7 +154,23 @@ pub(crate) fn expand(args: Args, item: TokenStream) -> syn::Result<TokenStream> 
         .filter(|a| matches!(a.style, AttrStyle::Inner(_)));
     let outer_attrs = attrs.iter().filter(|a| matches!(a.style, AttrStyle::Outer));
     let run = if is_async {
-        quote!(::floodgate::__private::typed_future::<#output, _>(async #block).await)
+        // A bound on the future does not type the async block's own output (the body's `Ok(Box::new(x))`
+        // for a `Result<Box<dyn Trait>, E>` was typed `Result<Box<X>, _>`): a `return` of the output
+        // type ahead of the body fixes the block's type, and the `let` coerces the body's value to it.
+        let returned = Ident::new("__floodgate_body", Span::mixed_site());
+        quote!(::floodgate::__private::traced_body(#entry.entry(), ::floodgate::__private::typed_future::<#output, _>(async {
+            #[allow(unreachable_code)]
+            if let ::core::option::Option::Some(#returned) =
+                ::core::option::Option::None::<#output>
+            {
+                return #returned;
+            }
+            let #returned: #output = #block;
+            // Unreachable after a body that never returns.
+            #[allow(unreachable_code)]
+            return #returned;
+        }))
+        .await)
     } else {
         quote!(::floodgate::__private::call::<#output, _>(|| #block))
     };
@@ -199,10 +215,15 @@ pub(crate) fn expand(args: Args, item: TokenStream) -> syn::Result<TokenStream> 
         }
     };
 
+    let guard = if is_async {
+        quote!(::floodgate::__private::Guard::new_async(#admitted))
+    } else {
+        quote!(::floodgate::__private::Guard::new(#admitted))
+    };
     let guarded = quote! {
         #bind_engine
         let #entry = match #enter {
-            ::core::result::Result::Ok(#admitted) => ::floodgate::__private::Guard::new(#admitted),
+            ::core::result::Result::Ok(#admitted) => #guard,
             ::core::result::Result::Err(#block_error) => return #on_block,
         };
         let #out = #run;
