@@ -72,6 +72,19 @@ impl<'a> EntryBuilder<'a> {
         self
     }
 
+    /// Places the entry at the entrance of the default context, ignoring the entry and the context
+    /// current on this thread: where one thread serves many tasks (an async server's inbound request),
+    /// its current entry belongs to whichever task ran last (one that holds an [`enter`](Self::enter)
+    /// entry across an `.await`, say), and the request must not nest under it.
+    pub fn in_default_context(mut self) -> Self {
+        self.placement = Some(Placement {
+            context: 0,
+            origin: None,
+            parent: Parent::Entrance,
+        });
+        self
+    }
+
     /// Inbound or outbound (default outbound, as in Sentinel).
     pub fn entry_type(mut self, entry_type: EntryType) -> Self {
         self.entry_type = entry_type;

@@ -300,3 +300,30 @@ fn exits_out_of_order_under_a_second_engines_entry_leave_nothing_current() {
             .map_err(|b| b.kind() == BlockKind::Authority)
     );
 }
+
+/// `in_default_context` places an entry at the default context's entrance, whatever entry and context
+/// are current on the thread.
+#[test]
+fn in_default_context_ignores_the_threads_current_entry_and_context() {
+    let fg = engine();
+    fg.context("ctx").origin("caller").run(|| {
+        let _outer = fg.entry("outer").enter().unwrap();
+        let root = fg.entry("root").in_default_context().enter().unwrap();
+        assert_eq!(root.context_name(), DEFAULT_CONTEXT_NAME);
+        let nested = fg.entry("nested").enter().unwrap();
+        assert_eq!(nested.context_name(), DEFAULT_CONTEXT_NAME, "under root");
+    });
+    assert!(
+        fg.origin_node("root", "caller").is_none(),
+        "no inherited origin"
+    );
+    let tree = fg.call_tree();
+    let default = tree
+        .children
+        .iter()
+        .find(|c| &*c.stats.name == DEFAULT_CONTEXT_NAME)
+        .unwrap();
+    let roots: Vec<&str> = default.children.iter().map(|c| &*c.stats.name).collect();
+    assert_eq!(roots, ["root"]);
+    assert_eq!(&*default.children[0].children[0].stats.name, "nested");
+}

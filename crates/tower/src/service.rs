@@ -73,8 +73,14 @@ where
             .and_then(|v| v.to_str().ok())
             .unwrap_or("");
         let fg = &self.layer.shared.fg;
-        let enter =
-            |entry: EntryBuilder<'_>| entry.origin(origin).entry_type(EntryType::In).enter_owned();
+        // A request is a root: the worker thread's current entry belongs to another task.
+        let enter = |entry: EntryBuilder<'_>| {
+            entry
+                .in_default_context()
+                .origin(origin)
+                .entry_type(EntryType::In)
+                .enter_owned()
+        };
         let admitted = match &self.layer.shared.naming {
             Naming::Route(routes) => {
                 routes.with(fg, NameParts::of(&head), |key| enter(fg.entry_for(key)))

@@ -572,6 +572,29 @@ async fn a_grpc_content_type_does_not_rename_an_http_request() {
     assert_eq!(names, ["GET:/*", "POST:/*"]);
 }
 
+/// A request is a root of the default context: a sync entry another task left current on the worker
+/// thread (held across an `.await`) does not become its parent.
+#[tokio::test]
+async fn a_request_does_not_nest_under_the_threads_current_entry() {
+    let (_clock, fg) = engine();
+    let app = app(&fg);
+    let held = fg.entry("held").enter().unwrap();
+    assert_eq!(status(&app, "/orders/1", None).await.0, StatusCode::OK);
+    drop(held);
+    let tree = fg.call_tree();
+    let default = tree
+        .children
+        .iter()
+        .find(|c| &*c.stats.name == floodgate_core::DEFAULT_CONTEXT_NAME)
+        .unwrap();
+    let roots: Vec<&str> = default.children.iter().map(|c| &*c.stats.name).collect();
+    assert_eq!(roots, ["held", "GET:/orders/{id}"]);
+    assert!(
+        default.children[0].children.is_empty(),
+        "nothing under held"
+    );
+}
+
 /// gRPC answers errors with HTTP 200 and a `grpc-status` header (a trailers-only response): the server's
 /// failures are traced, a client's mistakes and successes are not.
 #[tokio::test]
