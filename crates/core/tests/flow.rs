@@ -722,10 +722,6 @@ fn every_validation_error_names_the_rule_and_field_and_changes_nothing() {
             "rule 0: `warmUpPeriodSec` must be a whole number, got 2.5",
         ),
         (
-            r#"[{"resource":"a","count":1,"grade":0,"controlBehavior":2}]"#,
-            "rule 0: `controlBehavior` only QPS rules warm up or queue; concurrency rules reject",
-        ),
-        (
             r#"[{"resource":"a","count":1,"clusterMode":true}]"#,
             "rule 0: `clusterConfig` is required in cluster mode",
         ),
@@ -927,6 +923,25 @@ fn a_warm_up_rule_colder_than_one_request_still_warms_up() {
     );
     // A request larger than the rule's count is still never admitted.
     assert_eq!(per_second(&clock, &fg, 21, 3), [0, 0, 0]);
+}
+
+/// A concurrency rule with a pacing or warm-up `controlBehavior` (Sentinel's dashboard keeps one picked
+/// before the grade was switched) loads and rejects, as in Sentinel; it refused the whole list (found
+/// in review). Its behaviour's own fields are not checked.
+#[test]
+fn a_concurrency_rule_ignores_its_control_behavior() {
+    let (_clock, fg) = engine();
+    load(
+        &fg,
+        r#"[{"resource":"R","grade":0,"count":1,"controlBehavior":1,"warmUpPeriodSec":0},
+            {"resource":"S","count":1}]"#,
+    );
+    let first = fg.entry("R").enter().unwrap();
+    assert_eq!(fg.entry("R").enter().unwrap_err().kind(), BlockKind::Flow);
+    drop(first);
+    assert!(fg.entry("R").enter().is_ok());
+    let rules: serde_json::Value = serde_json::from_str(&fg.rules_json(RuleType::Flow)).unwrap();
+    assert_eq!(rules[0]["controlBehavior"], 1, "kept as pushed");
 }
 
 /// A warm-up rule under one request a second admits at its rate (it admitted nothing, ever).

@@ -142,7 +142,8 @@ pub struct FlowRule {
     pub strategy: FlowStrategy,
     /// The related resource (RELATE) or the entrance context (CHAIN).
     pub ref_resource: Option<String>,
-    /// Reject, warm up, or queue.
+    /// Reject, warm up, or queue (QPS rules: a concurrency rule rejects whatever this says, as in
+    /// Sentinel).
     pub control_behavior: ControlBehavior,
     /// Warm-up period in seconds (default 10).
     pub warm_up_period_sec: u32,
@@ -241,14 +242,15 @@ impl FlowRule {
                 "is required for the relate and chain strategies".into(),
             );
         }
-        if self.grade == FlowGrade::Thread && self.control_behavior != ControlBehavior::Reject {
-            return err(
-                "controlBehavior",
-                "only QPS rules warm up or queue; concurrency rules reject".into(),
-            );
-        }
+        // A concurrency rule rejects whatever its `controlBehavior` says, as in Sentinel, which checks
+        // the behaviour's fields of QPS rules only (its dashboard keeps a behaviour picked before the
+        // grade was switched: refusing the rule refused the whole push).
+        let behavior = match self.grade {
+            FlowGrade::Qps => self.control_behavior,
+            FlowGrade::Thread => ControlBehavior::Reject,
+        };
         if matches!(
-            self.control_behavior,
+            behavior,
             ControlBehavior::WarmUp | ControlBehavior::WarmUpRateLimiter
         ) && self.warm_up_period_sec == 0
         {
@@ -256,7 +258,7 @@ impl FlowRule {
         }
         if self.regex {
             whole_name_regex(index, &self.resource)?;
-            if self.cluster_mode || self.control_behavior != ControlBehavior::Reject {
+            if self.cluster_mode || behavior != ControlBehavior::Reject {
                 return err("regex", "regex rules must be local reject rules".into());
             }
         }
