@@ -75,8 +75,11 @@ impl<R> FloodgateLayer<R> {
         self.edit(|s| s.naming = Naming::Custom(Arc::new(f)))
     }
 
-    /// Takes the caller's origin from header `name` (absent or invalid: no origin). A `HeaderName`,
-    /// so that a name cannot be invalid here: `HeaderName::from_static("x-caller")` (lowercase), or
+    /// Takes the caller's origin from header `name` (absent or invalid: no origin; longer than
+    /// [`MAX_ORIGIN_LEN`](floodgate_core::MAX_ORIGIN_LEN): an origin no rule names, counted with the
+    /// origins past the engine's cap). The client writes it: authority white lists and per-origin rules
+    /// on it trust the client, or a proxy that sets it. A `HeaderName`, so that a name cannot be invalid
+    /// here: `HeaderName::from_static("x-caller")` (lowercase), or
     /// `HeaderName::from_bytes(b"X-Caller")?` for a name from configuration.
     pub fn origin_header(self, name: HeaderName) -> Self {
         self.edit(|s| s.origin_header = Some(name))
