@@ -487,7 +487,8 @@ impl Inner {
         // rule would never apply. Checked before the lock too, so that a flood of new names past
         // the cap does not queue on it.
         let over_cap = || {
-            self.contexts.len() >= self.config.max_contexts
+            // The default context (always there) does not count, as in Sentinel.
+            self.contexts.len() > self.config.max_contexts
                 && !self
                     .flow
                     .snapshot()
@@ -1403,9 +1404,10 @@ impl FloodgateBuilder {
         self
     }
 
-    /// How many named contexts exist (default 2000). Past it, entries run in the default context.
+    /// How many named contexts exist besides the default one (default 2000, as in Sentinel). Past it,
+    /// entries run in the default context.
     pub fn max_contexts(mut self, max: usize) -> Self {
-        self.config.max_contexts = max.max(1);
+        self.config.max_contexts = max;
         self
     }
 

@@ -231,7 +231,7 @@ fn past_the_cap_a_regex_breaker_is_shared_by_the_names_it_matches() {
 fn past_the_context_cap_entries_run_in_the_default_context_and_are_still_checked() {
     let fg = Floodgate::builder()
         .clock(ManualClock::new(T0))
-        .max_contexts(2) // the default context and one more
+        .max_contexts(1) // one besides the default context
         .slot("ruled", -2000, Arc::new(Ruled))
         .build();
     fg.context("one").run(|| {
@@ -251,6 +251,25 @@ fn past_the_context_cap_entries_run_in_the_default_context_and_are_still_checked
 fn the_default_caps_are_sentinels() {
     assert_eq!(floodgate_core::DEFAULT_MAX_RESOURCES, 6000);
     assert_eq!(floodgate_core::DEFAULT_MAX_CONTEXTS, 2000);
+}
+
+/// 2000 named contexts, as in Sentinel: the default context does not count (the 2000th fell back to
+/// it: found in review).
+#[test]
+fn the_default_context_does_not_count_against_the_context_cap() {
+    let fg = Floodgate::builder().clock(ManualClock::new(T0)).build();
+    for i in 0..2001 {
+        let name = format!("c{i}");
+        let got = fg
+            .context(&name)
+            .run(|| fg.entry("R").enter().unwrap().context_name().to_owned());
+        let expected = if i < 2000 {
+            name.as_str()
+        } else {
+            floodgate_core::DEFAULT_CONTEXT_NAME
+        };
+        assert_eq!(got, expected, "context #{}", i + 1);
+    }
 }
 
 #[test]
@@ -475,7 +494,7 @@ fn references_of_relate_and_chain_rules_exist_past_the_caps() {
     let fg = Floodgate::builder()
         .clock(ManualClock::new(T0))
         .max_resources(1)
-        .max_contexts(2)
+        .max_contexts(1)
         .build();
     drop(fg.entry("first").enter().unwrap());
     fg.load_flow_rules([
