@@ -240,6 +240,40 @@ fn items_have_their_own_thresholds_and_are_typed() {
     );
 }
 
+/// An item's `object` may be a JSON number or boolean (Sentinel's field is a string, which its JSON
+/// readers fill from either; the whole list was refused), and a `float` item is rounded to `f32` once,
+/// from its text (through `f64` it missed the argument it names). Both found in review.
+#[test]
+fn items_take_numbers_for_objects_and_round_floats_once() {
+    let (_clock, fg) = engine();
+    load(
+        &fg,
+        r#"[{"resource":"R","paramIdx":0,"count":3,"paramFlowItemList":[
+            {"object":42,"count":10,"classType":"int"},
+            {"object":true,"count":0,"classType":"boolean"},
+            {"object":"1.00000017881393432617187499","count":0,"classType":"float"}
+        ]}]"#,
+    );
+    assert_eq!(burst(&fg, &one(42), 20), 10);
+    assert_eq!(burst(&fg, &one(true), 5), 0);
+    let float: f32 = "1.00000017881393432617187499".parse().unwrap();
+    assert_eq!(float.to_bits(), 0x3f80_0001, "rounded once");
+    assert_eq!(burst(&fg, &one(float), 5), 0, "the item names this float");
+    let rules: serde_json::Value =
+        serde_json::from_str(&fg.rules_json(RuleType::ParamFlow)).unwrap();
+    assert_eq!(rules[0]["paramFlowItemList"][0]["object"], "42");
+    let err = fg
+        .load_rules_json(
+            RuleType::ParamFlow,
+            r#"[{"resource":"R","paramIdx":0,"count":3,"paramFlowItemList":[{"object":[1],"count":1}]}]"#,
+        )
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("paramFlowItemList[0].object"),
+        "{err}"
+    );
+}
+
 #[test]
 fn every_element_of_a_list_is_a_value() {
     let (_clock, fg) = engine();

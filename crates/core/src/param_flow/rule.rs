@@ -91,11 +91,13 @@ impl ParamFlowItem {
             "long" | "java.lang.Long" => int(object.parse::<i64>(), "long"),
             "short" | "java.lang.Short" => int(object.parse::<i16>().map(i64::from), "short"),
             "byte" | "java.lang.Byte" => int(object.parse::<i8>().map(i64::from), "byte"),
-            "double" | "java.lang.Double" => {
-                parse_float(object).map(float).ok_or_else(|| bad("double"))
-            }
-            "float" | "java.lang.Float" => parse_float(object)
-                .map(|x| float(f64::from(x as f32)))
+            "double" | "java.lang.Double" => parse_float::<f64>(object)
+                .map(float)
+                .ok_or_else(|| bad("double")),
+            // Rounded to `f32` once, from the text (as Java's `Float.parseFloat`): through `f64`, it
+            // could round to another float than the argument's (found in review).
+            "float" | "java.lang.Float" => parse_float::<f32>(object)
+                .map(|x| float(f64::from(x)))
                 .ok_or_else(|| bad("float")),
             "boolean" | "java.lang.Boolean" => {
                 if object.eq_ignore_ascii_case("true") {
@@ -126,11 +128,11 @@ fn float(x: f64) -> StoredValue {
 }
 
 /// Java's `Double.parseDouble`, near enough: surrounding blanks and a trailing `d`/`f` are allowed.
-fn parse_float(text: &str) -> Option<f64> {
+fn parse_float<F: std::str::FromStr>(text: &str) -> Option<F> {
     let t = text.trim();
-    t.parse::<f64>().ok().or_else(|| {
+    t.parse::<F>().ok().or_else(|| {
         t.strip_suffix(['d', 'D', 'f', 'F'])
-            .and_then(|t| t.parse::<f64>().ok())
+            .and_then(|t| t.parse::<F>().ok())
     })
 }
 
@@ -392,7 +394,9 @@ impl ParamFlowRule {
         }
         rule.param_flow_item_list = f
             .array("paramFlowItemList", |item| {
-                let Some(object) = item.string("object")? else {
+                // A string in Sentinel (`ParamFlowItem.object`); its JSON readers take a number or a
+                // boolean for it as its text.
+                let Some(object) = item.scalar_text("object")? else {
                     return Err(item.error("object", "is required"));
                 };
                 let Some(count) = item.integer("count")? else {
@@ -403,7 +407,7 @@ impl ParamFlowRule {
                     .and_then(|c| u32::try_from(c).ok())
                     .ok_or_else(|| item.error("count", format!("must be ≥ 0, got {count}")))?;
                 Ok(ParamFlowItem {
-                    object: object.to_owned(),
+                    object,
                     count,
                     class_type: item.string("classType")?.map(str::to_owned),
                 })

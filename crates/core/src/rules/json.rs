@@ -118,6 +118,20 @@ impl<'a> RuleFields<'a> {
         }
     }
 
+    /// A string field, or a number or boolean field as its JSON text (`42` → `"42"`); `None` when
+    /// absent or null.
+    pub(crate) fn scalar_text(&self, field: &str) -> Result<Option<String>, RuleError> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(v @ (Value::Number(_) | Value::Bool(_))) => Ok(Some(v.to_string())),
+            Some(v) => Err(self.error(
+                field,
+                format!("must be a string, a number or a boolean, got {}", kind(v)),
+            )),
+        }
+    }
+
     /// `limitApp` when set and not blank (blank means `default`, as in Sentinel).
     pub(crate) fn limit_app(&self) -> Result<Option<&'a str>, RuleError> {
         Ok(self.string("limitApp")?.filter(|a| !a.trim().is_empty()))
