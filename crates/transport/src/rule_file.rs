@@ -141,11 +141,18 @@ impl RuleFiles {
                 seen.insert(t.into(), text.clone());
             }
             Ok(None) => {}
-            // The file still holds what it held: the next change to it, even the same text saved
-            // again, reloads it.
-            Err(_) => {
-                seen.remove(&t.into());
-            }
+            // The file still holds what it held. The pushed rules stay in force until its text
+            // changes: that text is seen (forgotten, the next event in any watched directory, even
+            // the failed write's own temporary file, reloaded the old text over the push: found
+            // in review).
+            Err(_) => match self.path(t).map(std::fs::read_to_string) {
+                Some(Ok(text)) => {
+                    seen.insert(t.into(), text);
+                }
+                _ => {
+                    seen.remove(&t.into());
+                }
+            },
         }
         Ok(written.map(drop))
     }

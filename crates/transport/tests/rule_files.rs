@@ -138,6 +138,56 @@ fn a_failed_write_is_a_partial_success() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A push loaded but not written stays in force until the file itself changes: an event in the
+/// watched directory (here another type's push) reloaded the file's old text over it (found in review).
+#[test]
+fn a_push_that_could_not_be_written_stays_in_force() {
+    let dir = temp_dir("unsaved-push");
+    let flow = dir.join("flow.json");
+    std::fs::write(&flow, r#"[{"resource":"R","count":5}]"#).unwrap();
+    // Every temporary name a write could take is taken: the write fails, the file stays as it is.
+    let pid = std::process::id();
+    for k in 0..4096 {
+        std::fs::create_dir(dir.join(format!(".flow.json.{pid}.{k}.tmp"))).unwrap();
+    }
+    let (_clock, fg) = engine();
+    let agent = builder(&fg)
+        .rule_file(RuleType::Flow, &flow)
+        .rule_file(RuleType::Degrade, dir.join("degrade.json"))
+        .start()
+        .unwrap();
+    let count = |fg: &floodgate_core::Floodgate| fg.flow_rules().first().map(|r| r.count);
+    assert_eq!(count(&fg), Some(5.0));
+    let (status, body) = post(
+        agent.local_addr(),
+        "setRules",
+        &[
+            ("type", "flow"),
+            ("data", r#"[{"resource":"R","count":1}]"#),
+        ],
+    );
+    assert_eq!(
+        (status, body.as_str()),
+        (200, "partial success (write data source failed)")
+    );
+    // An event in the watched directory: the watcher compares every file with what it saw. Once it
+    // has loaded the degrade file, `load` (which waits for the watcher's pass to finish) marks the
+    // pass as over.
+    std::fs::write(
+        dir.join("degrade.json"),
+        r#"[{"resource":"Other","grade":2,"count":10,"timeWindow":10}]"#,
+    )
+    .unwrap();
+    assert!(eventually(|| !fg.degrade_rules().is_empty()));
+    agent
+        .rule_files()
+        .load(&fg, RuleType::Degrade)
+        .expect("the degrade file loads");
+    assert_eq!(count(&fg), Some(1.0), "the pushed rules are still in force");
+    drop(agent);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A link planted where the temporary file of a write could go is never followed: the file it points
 /// to stays as it was, and no temporary file is left behind.
 #[cfg(unix)]
