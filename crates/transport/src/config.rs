@@ -138,13 +138,19 @@ fn default_app_name() -> String {
         .unwrap_or_else(|| "floodgate-app".to_owned())
 }
 
-/// Reads variable `names` (the first set one wins) through `get`.
+/// Reads variable `names` (the first set one wins) through `get`. A blank value of one of Sentinel's
+/// names is unset ([`sentinel_blank_is_unset`]): the next name is read (a blank `project.name` hid
+/// `csp.sentinel.app.name`, and a blank port stopped the app: found in review).
 fn lookup(get: &dyn Fn(&str) -> Option<String>, names: &[&str]) -> Option<(String, String)> {
     names.iter().find_map(|name| {
-        let direct = get(name).map(|v| ((*name).to_owned(), v));
+        let direct = get(name)
+            .map(|v| ((*name).to_owned(), v))
+            .filter(sentinel_blank_is_unset);
         direct.or_else(|| {
             let upper = name.replace('.', "_").to_uppercase();
-            get(&upper).map(|v| (upper, v))
+            get(&upper)
+                .map(|v| (upper, v))
+                .filter(sentinel_blank_is_unset)
         })
     })
 }
@@ -228,9 +234,7 @@ impl AgentConfig {
         if let Some((n, v)) = lookup(
             get,
             &["FLOODGATE_HEARTBEAT_IP", "csp.sentinel.heartbeat.client.ip"],
-        )
-        .filter(sentinel_blank_is_unset)
-        {
+        ) {
             // The dashboard calls the agent back at this address (and refuses a name).
             let ip: IpAddr = parse(n, v, "expected an IP address")?;
             c.heartbeat_ip = Some(ip.to_string());
@@ -268,9 +272,7 @@ impl AgentConfig {
         if let Some((n, v)) = lookup(get, &["FLOODGATE_TOKEN"]) {
             c.token = Some(non_empty(n, v)?);
         }
-        if let Some((n, v)) = lookup(get, &["FLOODGATE_METRIC_LOG_DIR", "csp.sentinel.log.dir"])
-            .filter(sentinel_blank_is_unset)
-        {
+        if let Some((n, v)) = lookup(get, &["FLOODGATE_METRIC_LOG_DIR", "csp.sentinel.log.dir"]) {
             c.metric_log_dir = Some(PathBuf::from(non_empty(n, v)?));
         }
         for (name, t) in [
@@ -367,12 +369,34 @@ mod tests {
         let sentinel_blanks = AgentConfig::from_vars(vars(&[
             ("CSP_SENTINEL_HEARTBEAT_CLIENT_IP", ""),
             ("csp.sentinel.log.dir", " "),
+            ("CSP_SENTINEL_API_PORT", ""),
+            ("csp.sentinel.app.type", " "),
+            ("csp.sentinel.heartbeat.interval.ms", ""),
+            ("project.name", " "),
+            ("csp.sentinel.app.name", "orders"),
+            ("csp.sentinel.dashboard.server", " "),
+            ("CSP_SENTINEL_DASHBOARD_SERVER", "dash:8080"),
         ]))
         .expect("Sentinel's names: blank is unset, as Sentinel reads them");
+        let defaults = AgentConfig::default();
         assert_eq!(
             (sentinel_blanks.heartbeat_ip, sentinel_blanks.metric_log_dir),
             (None, None)
         );
+        assert_eq!(
+            (
+                sentinel_blanks.port,
+                sentinel_blanks.app_type,
+                sentinel_blanks.heartbeat_interval
+            ),
+            (
+                defaults.port,
+                defaults.app_type,
+                defaults.heartbeat_interval
+            )
+        );
+        assert_eq!(sentinel_blanks.app_name, "orders", "the next name is read");
+        assert_eq!(sentinel_blanks.dashboards, ["dash:8080"]);
         assert_eq!(
             AgentConfig::from_vars(vars(&[("FLOODGATE_HEARTBEAT_IP", "my-host")]))
                 .unwrap_err()
