@@ -355,18 +355,9 @@ impl AgentBuilder {
             )),
             None => None,
         };
-        let host = HostInfo::detect(c.heartbeat_ip.as_deref(), c.bind_addr, &c.dashboards);
-        if c.bind_addr.is_loopback()
-            && !host.provisional
-            && !host.ip.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
-        {
-            tracing::warn!(
-                dashboards = ?c.dashboards,
-                reported = %host.ip,
-                "the agent listens on loopback only: a dashboard on another machine cannot reach it \
-                 (bind another address, with a token, for that)"
-            );
-        }
+        // No name lookup here: the heartbeat task resolves dashboards named by host name.
+        let host = HostInfo::detect(c.heartbeat_ip.as_deref(), c.bind_addr, &c.dashboards, false);
+        host.warn_if_unreachable(c.bind_addr, &c.dashboards);
         let metrics = Arc::new(MetricStore::new(c.metric_retention));
         let state = Arc::new(CommandState {
             fg: self.fg.clone(),
@@ -441,6 +432,9 @@ impl AgentBuilder {
                         prometheus.abort();
                     }
                 });
+                // A name lookup still running on the blocking pool is not waited for (dropped, the
+                // runtime waits for it: a slow resolver held a shutdown for its whole timeout).
+                runtime.shutdown_background();
             })
             .map_err(AgentError::Runtime)?;
         tracing::info!(%addr, prometheus = ?prometheus_addr, "floodgate agent listening");

@@ -36,6 +36,9 @@ pub(crate) struct Heartbeat {
     pub(crate) interval: Duration,
 }
 
+/// How long the first heartbeat waits for the first lookup of the dashboards' names.
+const FIRST_LOOKUP_WAIT: Duration = Duration::from_secs(2);
+
 fn url(dashboard: &str, path: &str) -> String {
     let base = if dashboard.starts_with("http://") || dashboard.starts_with("https://") {
         dashboard.trim_end_matches('/').to_owned()
@@ -62,6 +65,15 @@ impl Heartbeat {
         form.finish()
     }
 
+    /// Takes the outcome of a detection; warns once it is no longer provisional, if a dashboard
+    /// elsewhere could not call a loopback agent back.
+    fn detected(&mut self, host: HostInfo) {
+        if self.host.provisional && !host.provisional {
+            host.warn_if_unreachable(self.bind, &self.dashboards);
+        }
+        self.host = host;
+    }
+
     /// Sends heartbeats until the task is dropped.
     pub(crate) async fn run(mut self, now_ms: impl Fn() -> u64) {
         if self.dashboards.is_empty() {
@@ -74,24 +86,37 @@ impl Heartbeat {
         // A detection in progress: name lookups block, and the agent's runtime has one thread (its
         // API and timers must not wait for a resolver), so they run on the blocking pool, one at a time.
         let mut detecting: Option<tokio::task::JoinHandle<HostInfo>> = None;
+        let mut first = true;
         loop {
             if self.host.provisional
                 && detecting
                     .as_ref()
                     .is_none_or(tokio::task::JoinHandle::is_finished)
             {
-                // No dashboard resolved yet (DNS not ready at start): try again rather than report
-                // loopback for good.
+                // No dashboard resolved yet (named ones are resolved here, not in `start`; or DNS was
+                // not ready): try again rather than report loopback for good.
                 if let Some(done) = detecting.take() {
                     if let Ok(host) = done.await {
-                        self.host = host;
+                        self.detected(host);
                     }
                 }
                 if self.host.provisional {
                     let (bind, dashboards) = (self.bind, self.dashboards.clone());
                     detecting = Some(tokio::task::spawn_blocking(move || {
-                        HostInfo::detect(None, bind, &dashboards)
+                        HostInfo::detect(None, bind, &dashboards, true)
                     }));
+                }
+            }
+            // The first heartbeat waits a little for the first lookup, so that a dashboard does not
+            // register this machine at a provisional loopback address.
+            if std::mem::take(&mut first) {
+                if let Some(pending) = detecting.as_mut() {
+                    if let Ok(done) = tokio::time::timeout(FIRST_LOOKUP_WAIT, pending).await {
+                        detecting = None;
+                        if let Ok(host) = done {
+                            self.detected(host);
+                        }
+                    }
                 }
             }
             let body = self.form(now_ms());

@@ -20,7 +20,16 @@ impl HostInfo {
     /// * else the local address that routes towards the first dashboard that resolves, of `bind`'s
     ///   family when `bind` is a wildcard (`0.0.0.0` listens on IPv4 only);
     /// * else loopback, provisionally.
-    pub(crate) fn detect(ip: Option<&str>, bind: IpAddr, dashboards: &[String]) -> Self {
+    ///
+    /// `lookup`: dashboards named by host name are resolved (a name lookup blocks, for as long as the
+    /// resolver takes); without it only those given by IP address count, and a named one leaves the
+    /// address provisional (`start` does not wait for a resolver: the heartbeat task resolves).
+    pub(crate) fn detect(
+        ip: Option<&str>,
+        bind: IpAddr,
+        dashboards: &[String],
+        lookup: bool,
+    ) -> Self {
         let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
             .ok()
             .map(|s| s.trim().to_owned())
@@ -30,7 +39,7 @@ impl HostInfo {
         let (ip, provisional) = match ip {
             Some(ip) => (ip.to_owned(), false),
             None if !bind.is_unspecified() && !bind.is_loopback() => (bind.to_string(), false),
-            None => match dashboards.iter().find_map(|d| route_to(d, bind)) {
+            None => match dashboards.iter().find_map(|d| route_to(d, bind, lookup)) {
                 Some(ip) => (ip.to_string(), false),
                 None => (
                     IpAddr::V4(Ipv4Addr::LOCALHOST).to_string(),
@@ -44,11 +53,28 @@ impl HostInfo {
             provisional,
         }
     }
+
+    /// Warns when the agent listens on loopback only while the address reported to a dashboard is
+    /// another machine's view of this one (a dashboard elsewhere cannot call it back).
+    pub(crate) fn warn_if_unreachable(&self, bind: IpAddr, dashboards: &[String]) {
+        if bind.is_loopback()
+            && !self.provisional
+            && !self.ip.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+        {
+            tracing::warn!(
+                ?dashboards,
+                reported = %self.ip,
+                "the agent listens on loopback only: a dashboard on another machine cannot reach it \
+                 (bind another address, with a token, for that)"
+            );
+        }
+    }
 }
 
 /// The local address the OS would use to reach `dashboard` (a UDP `connect` sends nothing), of the
-/// family of `bind` when it is a wildcard. A dashboard without a port is on HTTP's 80.
-fn route_to(dashboard: &str, bind: IpAddr) -> Option<IpAddr> {
+/// family of `bind` when it is a wildcard. A dashboard without a port is on HTTP's 80. `lookup`: a
+/// host name is resolved (else only an IP address is used).
+fn route_to(dashboard: &str, bind: IpAddr, lookup: bool) -> Option<IpAddr> {
     let authority = dashboard
         .trim_start_matches("http://")
         .trim_start_matches("https://")
@@ -68,7 +94,11 @@ fn route_to(dashboard: &str, bind: IpAddr) -> Option<IpAddr> {
         IpAddr::V6(b) if b.is_unspecified() => true,
         _ => true,
     };
-    let target = with_port.to_socket_addrs().ok()?.find(family_ok)?;
+    let target = if lookup {
+        with_port.to_socket_addrs().ok()?.find(family_ok)?
+    } else {
+        Some(with_port.parse::<std::net::SocketAddr>().ok()?).filter(family_ok)?
+    };
     let local = if target.is_ipv4() {
         "0.0.0.0:0"
     } else {
@@ -87,30 +117,30 @@ mod tests {
 
     #[test]
     fn an_explicit_ip_wins_and_loopback_routes_to_loopback() {
-        let h = HostInfo::detect(Some("10.1.2.3"), LOOPBACK, &[]);
+        let h = HostInfo::detect(Some("10.1.2.3"), LOOPBACK, &[], true);
         assert_eq!(h.ip, "10.1.2.3");
         assert!(!h.hostname.is_empty());
-        let h = HostInfo::detect(None, LOOPBACK, &["127.0.0.1:8080".to_owned()]);
+        let h = HostInfo::detect(None, LOOPBACK, &["127.0.0.1:8080".to_owned()], true);
         assert_eq!((h.ip.as_str(), h.provisional), ("127.0.0.1", false));
-        let h = HostInfo::detect(None, LOOPBACK, &[]);
+        let h = HostInfo::detect(None, LOOPBACK, &[], true);
         assert_eq!((h.ip.as_str(), h.provisional), ("127.0.0.1", false));
     }
 
     #[test]
     fn a_specific_bind_address_is_reported() {
         let bind: IpAddr = "10.1.2.3".parse().unwrap();
-        let h = HostInfo::detect(None, bind, &["127.0.0.1:8080".to_owned()]);
+        let h = HostInfo::detect(None, bind, &["127.0.0.1:8080".to_owned()], true);
         assert_eq!(h.ip, "10.1.2.3", "the address the agent listens on");
     }
 
     #[test]
     fn a_dashboard_without_a_port_is_on_port_80() {
         // A documentation address: routable in form, never answered (UDP connect sends nothing).
-        let ip = route_to("192.0.2.1", IpAddr::V4(Ipv4Addr::UNSPECIFIED));
-        let with_port = route_to("192.0.2.1:80", IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+        let ip = route_to("192.0.2.1", IpAddr::V4(Ipv4Addr::UNSPECIFIED), true);
+        let with_port = route_to("192.0.2.1:80", IpAddr::V4(Ipv4Addr::UNSPECIFIED), true);
         assert_eq!(ip, with_port, "the same route as with :80");
         assert_eq!(
-            route_to("http://127.0.0.1", LOOPBACK),
+            route_to("http://127.0.0.1", LOOPBACK, true),
             Some(LOOPBACK),
             "a URL without a port"
         );
@@ -118,7 +148,28 @@ mod tests {
 
     #[test]
     fn an_unresolved_dashboard_leaves_the_address_provisional() {
-        let h = HostInfo::detect(None, LOOPBACK, &["no-such-host.invalid:8080".to_owned()]);
+        let h = HostInfo::detect(
+            None,
+            LOOPBACK,
+            &["no-such-host.invalid:8080".to_owned()],
+            true,
+        );
         assert_eq!((h.ip.as_str(), h.provisional), ("127.0.0.1", true));
+    }
+
+    /// Without lookups (at `start`), a dashboard given by address is routed to at once and one given by
+    /// name leaves the address provisional (a slow resolver held `start` for its whole timeout: found
+    /// in review).
+    #[test]
+    fn without_lookups_only_dashboard_addresses_count() {
+        let dashboards = ["localhost:8080".to_owned(), "[::1]:8080".to_owned()];
+        let h = HostInfo::detect(None, LOOPBACK, &dashboards[..1], false);
+        assert_eq!((h.ip.as_str(), h.provisional), ("127.0.0.1", true));
+        let h = HostInfo::detect(None, LOOPBACK, &dashboards, false);
+        assert!(!h.provisional, "the address given");
+        assert_eq!(
+            route_to("http://127.0.0.1", LOOPBACK, false),
+            Some(LOOPBACK)
+        );
     }
 }
