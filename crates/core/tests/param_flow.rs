@@ -20,6 +20,16 @@ fn engine() -> (ManualClock, Floodgate) {
     (clock.clone(), Floodgate::builder().clock(clock).build())
 }
 
+/// An engine whose hot-parameter rules remember at most `capacity` values.
+fn capped_engine(capacity: usize) -> (ManualClock, Floodgate) {
+    let clock = ManualClock::new(T0);
+    let fg = Floodgate::builder()
+        .clock(clock.clone())
+        .param_cache_capacity(capacity)
+        .build();
+    (clock, fg)
+}
+
 fn load(fg: &Floodgate, json: &str) {
     fg.load_rules_json(RuleType::ParamFlow, json)
         .expect("valid rules");
@@ -271,6 +281,60 @@ fn items_take_numbers_for_objects_and_round_floats_once() {
     assert!(
         err.to_string().contains("paramFlowItemList[0].object"),
         "{err}"
+    );
+}
+
+/// PF-02: a value judged on the shared overflow cell (the cache full of values in use) that later finds
+/// room starts from the overflow cell's state while that is not settled: it started fresh, and passed
+/// its count twice in its window (found in review).
+#[test]
+fn a_value_that_drew_from_the_overflow_cell_gets_no_fresh_bucket_later() {
+    let (clock, fg) = capped_engine(1);
+    load(&fg, r#"[{"resource":"R","paramIdx":0,"count":5}]"#);
+    assert_eq!(burst(&fg, &one("a"), 1), 1, "a takes the only place");
+    advance(&clock, 500);
+    assert_eq!(
+        burst(&fg, &one("x"), 10),
+        5,
+        "x: no room, the overflow cell"
+    );
+    advance(&clock, 501);
+    assert_eq!(
+        burst(&fg, &one("x"), 10),
+        0,
+        "a settled and x takes its place, but x's window (from +500 ms) is still open"
+    );
+    advance(&clock, 500);
+    assert_eq!(burst(&fg, &one("x"), 10), 5, "a new window");
+}
+
+/// PF-03: a list whose new value has no room (the overflow cell spent) is refused by the check, before
+/// anything is charged: checked as a fresh value, it passed the check, the charge failed, and the
+/// refund of the values before it moved their windows (found in review).
+#[test]
+fn a_list_refused_for_lack_of_room_changes_nothing() {
+    let (clock, fg) = capped_engine(1);
+    load(&fg, r#"[{"resource":"R","paramIdx":0,"count":5}]"#);
+    assert_eq!(burst(&fg, &one("a"), 10), 5, "t=0: a spent, the only place");
+    advance(&clock, 600);
+    assert_eq!(
+        burst(&fg, &one("y"), 10),
+        5,
+        "t=600: the overflow cell spent"
+    );
+    advance(&clock, 401);
+    let both = [ParamValue::list(["a", "x"])];
+    assert!(
+        fg.entry("R").args_slice(&both).enter().is_err(),
+        "x: no room"
+    );
+    advance(&clock, 999);
+    assert_eq!(burst(&fg, &one("a"), 10), 5, "t=2000: a's new window");
+    advance(&clock, 2);
+    assert_eq!(
+        burst(&fg, &one("a"), 10),
+        0,
+        "a's window opened at t=2000, not at the refused call (t=1001)"
     );
 }
 

@@ -25,8 +25,11 @@
 //! instead resets a hot value's bucket: PF-02). When no settled value is found among the next few from
 //! the shard's hand, the new value is judged against the shard's shared *overflow* cell, a single state
 //! with the rule's threshold that all such values draw from: a flood of distinct values can exhaust it,
-//! but can never buy any value a fresh bucket. Exception items are pinned (never evicted) and always
-//! find room (up to 2²⁷ values in one shard). Evictions and overflows are counted for the status API.
+//! but can never buy any value a fresh bucket. Nor can room found later: a value added while the
+//! overflow cell is not settled may have drawn from it, so it starts from the overflow cell's state, not
+//! a fresh one (it started fresh, and got its threshold twice in a window: found in review). Exception
+//! items are pinned (never evicted) and always find room (up to 2²⁷ values in one shard). Evictions and
+//! overflows are counted for the status API.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -250,6 +253,28 @@ impl Shard {
         None
     }
 
+    /// Whether [`settled`](Self::settled) would find a value (changes nothing).
+    fn has_settled(&self, threshold: i64, settled: &impl Fn(&Cell) -> bool) -> bool {
+        let len = self.keys.len();
+        (0..SCAN.min(len)).any(|i| {
+            let pos = self.positions[(self.hand + i) % len] as usize;
+            self.slots[pos].meta & PINNED == 0 && settled(&self.cell(pos, threshold))
+        })
+    }
+
+    /// The state a value added now starts from: a fresh one, or the overflow cell's while that is not
+    /// settled (the value may have drawn from it).
+    fn initial(&self, new: NewValue, settled: &impl Fn(&Cell) -> bool) -> Cell {
+        if new.pinned || settled(&self.overflow) {
+            Cell::new(new.threshold)
+        } else {
+            Cell {
+                threshold: new.threshold,
+                ..self.overflow
+            }
+        }
+    }
+
     /// Puts a new value in the place of the one in slot `pos`; the new slot's position.
     fn replace(&mut self, pos: usize, mut slot: Slot, key: Key) -> usize {
         let number = self.slots[pos].key();
@@ -423,6 +448,7 @@ impl ValueCache {
     ) -> Option<usize> {
         let NewValue { threshold, pinned } = new;
         let value = StoredValue::from_value(value)?;
+        let initial = shard.initial(new, &settled);
         let mut meta = kind_bits(kind);
         if pinned {
             meta |= PINNED;
@@ -434,8 +460,8 @@ impl ValueCache {
             hash,
             scope,
             meta,
-            stamp: NEVER,
-            level: 0,
+            stamp: initial.stamp,
+            level: initial.level,
         };
         let key = Key { value, threshold };
         if shard.keys.len() < KEY as usize && (pinned || self.reserve()) {
@@ -447,6 +473,35 @@ impl ValueCache {
         }
         self.overflows.fetch_add(1, Ordering::Relaxed);
         None
+    }
+
+    /// Runs `f` on a copy of the cell [`with_cell`](Self::with_cell) would give `value` now (changes
+    /// nothing): its own, else a new value's (in free room or a settled value's place), else the
+    /// overflow cell's (`f`'s second argument: whether it is that shared cell).
+    pub(crate) fn judge<R>(
+        &self,
+        hash: u64,
+        scope: u32,
+        value: &ParamValue<'_>,
+        new: impl FnOnce() -> NewValue,
+        settled: impl Fn(&Cell) -> bool,
+        f: impl FnOnce(&mut Cell, bool) -> R,
+    ) -> R {
+        let shard = self.shard(hash);
+        let Some(kind) = ValueKind::of(value) else {
+            return f(&mut shard.overflow.clone(), true);
+        };
+        if let Some(pos) = shard.find(hash, scope, kind, value) {
+            return f(&mut shard.cell(pos, self.threshold), false);
+        }
+        let new = new();
+        let room = shard.keys.len() < KEY as usize
+            && (new.pinned || self.len.load(Ordering::Relaxed) < self.capacity);
+        if room || shard.has_settled(self.threshold, &settled) {
+            f(&mut shard.initial(new, &settled), false)
+        } else {
+            f(&mut shard.overflow.clone(), true)
+        }
     }
 
     /// Runs `f` on the cell of `value` if it is cached (never adds it).

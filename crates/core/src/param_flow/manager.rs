@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 
-use super::cache::{Cell, NewValue, ValueCache};
+use super::cache::{NewValue, ValueCache};
 use super::concurrency;
 use super::rate_limiter::RateLimiter;
 use super::rule::ParamFlowRule;
@@ -222,7 +222,9 @@ impl ParamRuleState {
     }
 
     /// Whether [`acquire`](Self::acquire), called `times` times one after the other, would admit
-    /// `value` each time now (changes nothing; a value not cached yet is judged as a new one).
+    /// `value` each time now (changes nothing; a value not cached yet is judged on the cell it would
+    /// get: a new one's, or the shared overflow cell's when there is no room; judged as new, it was
+    /// admitted here and refused by the charge, which refunded the values before it: found in review).
     pub(crate) fn would_admit(
         &self,
         scope: u32,
@@ -235,17 +237,38 @@ impl ParamRuleState {
             return true;
         };
         let a = i64::from(acquire);
-        let check = |cell: &mut Cell| match &self.controller {
+        let new = || self.new_value(value);
+        match &self.controller {
             // Within one instant, k charges of `a` tokens take what one charge of k·a takes.
-            Controller::Bucket(b) => b
-                .next(cell, now / NANOS_PER_MS, a.saturating_mul(i64::from(times)))
-                .is_some(),
-            Controller::Pacing(r) => r.admits(cell, now, a, times),
-            Controller::Threads => concurrency::can_enter(cell, times),
-        };
-        self.cache
-            .peek(hash, scope, value, check)
-            .unwrap_or_else(|| check(&mut Cell::new(self.new_value(value).threshold)))
+            Controller::Bucket(b) => self.cache.judge(
+                hash,
+                scope,
+                value,
+                new,
+                |c| b.settled(c, now / NANOS_PER_MS),
+                |cell, _| {
+                    b.next(cell, now / NANOS_PER_MS, a.saturating_mul(i64::from(times)))
+                        .is_some()
+                },
+            ),
+            Controller::Pacing(r) => self.cache.judge(
+                hash,
+                scope,
+                value,
+                new,
+                |c| r.settled(c, now),
+                |cell, _| r.admits(cell, now, a, times),
+            ),
+            // A value with no room is refused, as `acquire` refuses it.
+            Controller::Threads => self.cache.judge(
+                hash,
+                scope,
+                value,
+                new,
+                concurrency::settled,
+                |cell, shared| !shared && concurrency::can_enter(cell, times),
+            ),
+        }
     }
 
     /// Undoes an admission of `acquire` permits for `value`.
