@@ -11,6 +11,8 @@
 //! [`Entry::child`](crate::Entry::child) nests an entry under another one, wherever they run.
 
 use std::cell::{Cell, RefCell};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::engine::{Inner, Parent};
 use crate::entry::{EntryBuilder, Target};
@@ -59,7 +61,29 @@ struct ThreadState {
     /// inside one of the first): entries of that engine still nest under it. Set when an entry of the
     /// second engine is placed, cleared when the hidden entry exits or is current again.
     hidden: Cell<EntryFrame>,
+    /// The [`REMOTE_EXIT_COUNT`] at which this thread last took its remote exits.
+    remote_seen: Cell<u32>,
 }
+
+/// An entry that exited on another thread than the one it was current on.
+#[derive(Debug)]
+struct RemoteExit {
+    /// The thread it was current on (its stripe number, unique per thread).
+    thread: u32,
+    id: u32,
+    previous: EntryFrame,
+}
+
+/// Entries that exited on another thread, for their own threads to take (each takes its own the next
+/// time it places an entry). Without them, such an entry stayed current on its thread for good: later
+/// entries there nested under it, in its context, with its origin (found in review). Sentinel's entry
+/// exits through the context object its thread holds.
+static REMOTE_EXITS: Mutex<Vec<RemoteExit>> = Mutex::new(Vec::new());
+/// How many remote exits were recorded (a thread compares it with what it last saw: one relaxed load
+/// per placed entry).
+static REMOTE_EXIT_COUNT: AtomicU32 = AtomicU32::new(0);
+/// The most remote exits kept (those of threads that ended are dropped first in time).
+const MAX_REMOTE_EXITS: usize = 4096;
 
 thread_local! {
     static STATE: ThreadState = const {
@@ -69,6 +93,7 @@ thread_local! {
             contexts: Cell::new(0),
             exited: Cell::new(0),
             hidden: Cell::new(EntryFrame::NONE),
+            remote_seen: Cell::new(0),
         }
     };
     static CONTEXTS: RefCell<Vec<ContextFrame>> = const { RefCell::new(Vec::new()) };
@@ -112,7 +137,12 @@ fn context_frame(engine: u64) -> Option<(u32, Option<u32>)> {
 /// else at the entrance of the context entered with `run`, else in the default context.
 #[inline]
 pub(crate) fn current(engine: u64) -> Placement {
-    let (mut entry, contexts) = STATE.with(|s| (s.current.get(), s.contexts.get()));
+    let (mut entry, contexts) = STATE.with(|s| {
+        if s.remote_seen.get() != REMOTE_EXIT_COUNT.load(Ordering::Relaxed) {
+            take_remote_exits(s);
+        }
+        (s.current.get(), s.contexts.get())
+    });
     if entry.engine != engine as u32 && entry.engine != 0 {
         entry = hidden_or(entry, engine);
     }
@@ -176,7 +206,49 @@ pub(crate) fn push(
 /// above it; here they go on.) An exit on another thread cannot reach this thread's state.
 #[inline]
 pub(crate) fn pop(id: u32, previous: EntryFrame) {
-    STATE.with(|s| {
+    STATE.with(|s| pop_on(s, id, previous));
+}
+
+/// An entry current on thread `thread` (another one) exited there: recorded for that thread to take.
+#[cold]
+pub(crate) fn pop_remote(thread: u32, id: u32, previous: EntryFrame) {
+    let mut remote = REMOTE_EXITS.lock().unwrap_or_else(|e| e.into_inner());
+    if remote.len() == MAX_REMOTE_EXITS {
+        remote.remove(0);
+    }
+    remote.push(RemoteExit {
+        thread,
+        id,
+        previous,
+    });
+    REMOTE_EXIT_COUNT.fetch_add(1, Ordering::Release);
+}
+
+/// Applies this thread's remote exits, in the order they happened, as if they had exited here.
+#[cold]
+fn take_remote_exits(s: &ThreadState) {
+    s.remote_seen.set(REMOTE_EXIT_COUNT.load(Ordering::Acquire));
+    let me = crate::stat::current_stripe() as u32;
+    let mine: Vec<RemoteExit> = {
+        let mut remote = REMOTE_EXITS.lock().unwrap_or_else(|e| e.into_inner());
+        if !remote.iter().any(|r| r.thread == me) {
+            return;
+        }
+        let (mine, others) = std::mem::take(&mut *remote)
+            .into_iter()
+            .partition(|r| r.thread == me);
+        *remote = others;
+        mine
+    };
+    for r in mine {
+        pop_on(s, r.id, r.previous);
+    }
+}
+
+/// [`pop`] on this thread's state.
+#[inline]
+fn pop_on(s: &ThreadState, id: u32, previous: EntryFrame) {
+    {
         if s.current.get().id == id {
             let next = if s.exited.get() == 0 {
                 previous
@@ -204,7 +276,7 @@ pub(crate) fn pop(id: u32, previous: EntryFrame) {
                 s.exited.set(exited.len() as u32);
             });
         }
-    });
+    }
 }
 
 /// Where an entry of `engine` goes when the thread's current entry, `top`, is another engine's: under

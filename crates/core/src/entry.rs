@@ -141,9 +141,9 @@ impl<'a> EntryBuilder<'a> {
     /// Runs the slot chain. A queueing wait a slot asked for is slept through the engine's clock.
     ///
     /// The entry becomes the thread's current one (entries started on the thread meanwhile nest under
-    /// it), so exit it on that thread: dropped on another, it exits, but its thread keeps it current.
-    /// For an entry that moves between threads, use `enter_async` (feature `tokio`) or
-    /// [`enter_owned`](Self::enter_owned).
+    /// it). Dropped on another thread, it exits, and its thread stops nesting entries under it when it
+    /// next starts one. For an entry that moves between threads, `enter_async` (feature `tokio`) or
+    /// [`enter_owned`](Self::enter_owned) never become a thread's current entry.
     #[inline]
     pub fn enter(self) -> Result<Entry<'a>, BlockError> {
         self.admit(true, |active| Entry { active })
@@ -525,8 +525,12 @@ impl Active<'_> {
     /// that order, so that a hook that panics cannot leave the exited entry current on the thread).
     fn exit(&self) {
         let stripe = current_stripe();
-        if self.frame_id != 0 && self.thread == stripe as u32 {
-            context::pop(self.frame_id, self.previous);
+        if self.frame_id != 0 {
+            if self.thread == stripe as u32 {
+                context::pop(self.frame_id, self.previous);
+            } else {
+                context::pop_remote(self.thread, self.frame_id, self.previous);
+            }
         }
         Finished {
             engine: self.engine,

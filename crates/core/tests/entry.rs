@@ -235,6 +235,49 @@ fn an_entry_may_exit_on_another_thread() {
     assert_eq!(fg.cluster_node("R").unwrap().success_qps(), 1.0);
 }
 
+/// An entry dropped on another thread stops being its own thread's current entry: later entries there
+/// nested under it for good, in its context and with its origin (an authority black list on that origin
+/// then refused unrelated calls: found in review). Also when entries were started over it meanwhile.
+#[test]
+fn an_entry_that_exits_on_another_thread_is_no_longer_current_on_its_own() {
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(T0))
+        .count_context_nodes(true)
+        .build();
+    fg.load_authority_rules([floodgate_core::AuthorityRule::black("Other", "evil")])
+        .unwrap();
+    let e = fg.context("ctx").origin("evil").entry("R").enter().unwrap();
+    std::thread::scope(|s| {
+        s.spawn(move || drop(e));
+    });
+    let other = fg.entry("Other").enter().expect("no inherited origin");
+    assert_eq!(other.context_name(), floodgate_core::DEFAULT_CONTEXT_NAME);
+    drop(other);
+
+    // A exits elsewhere while B (started under it) is current: B's exit makes A's parent current.
+    let a = fg.entry("A").enter().unwrap();
+    let b = fg.entry("B").enter().unwrap();
+    std::thread::scope(|s| {
+        s.spawn(move || drop(a));
+    });
+    drop(b);
+    drop(fg.entry("C").enter().unwrap());
+    let tree = fg.call_tree();
+    let default = tree
+        .children
+        .iter()
+        .find(|c| &*c.stats.name == floodgate_core::DEFAULT_CONTEXT_NAME)
+        .unwrap();
+    let roots: Vec<&str> = default.children.iter().map(|c| &*c.stats.name).collect();
+    assert_eq!(roots, ["Other", "A", "C"]);
+    let under_a: Vec<&str> = default.children[1]
+        .children
+        .iter()
+        .map(|c| &*c.stats.name)
+        .collect();
+    assert_eq!(under_a, ["B"]);
+}
+
 #[test]
 fn entries_read_the_clock_the_builder_was_given_last() {
     // A cached clock is read without a dynamic call; a clock set after it must replace it.
