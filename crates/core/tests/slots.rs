@@ -292,4 +292,52 @@ fn a_panicking_exit_hook_leaves_the_thread_clean() {
     assert!(failed.is_err());
     let later = fg.entry("after").enter().unwrap();
     assert_eq!(later.context_name(), floodgate_core::DEFAULT_CONTEXT_NAME);
+    // The statistic slot's exit ran all the same (it came after the panicking one): the call is not
+    // in flight for good (found in review).
+    let boom = fg.cluster_node("boom").unwrap();
+    assert_eq!((boom.cur_thread_num(), boom.success_qps()), (0, 1.0));
+}
+
+/// Fails in its pass hook for resource `boom`.
+#[derive(Debug)]
+struct PanicsOnPass;
+impl Slot for PanicsOnPass {
+    fn hooks(&self) -> Hooks {
+        Hooks {
+            entry: false,
+            pass: true,
+            block: false,
+            exit: false,
+        }
+    }
+    fn on_pass(&self, cx: &mut SlotContext<'_>) {
+        if cx.resource() == "boom" {
+            panic!("pass hook failed");
+        }
+    }
+}
+
+/// A pass hook that panics after the statistic slot counted the call in flight (pass hooks run in
+/// reverse order: a slot before the statistic slot passes after it): the call exits through the slots
+/// that passed it before the panic goes on; it stayed in flight for good (found in review). One that
+/// panics before the statistic slot passed leaves nothing to undo.
+#[test]
+fn a_panicking_pass_hook_leaves_nothing_in_flight() {
+    for order in [-7500, -2500] {
+        let fg = Floodgate::builder()
+            .clock(ManualClock::new(T0))
+            .slot("panics_on_pass", order, Arc::new(PanicsOnPass))
+            .build();
+        let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            drop(fg.entry("boom").enter())
+        }));
+        assert!(failed.is_err());
+        let boom = fg.cluster_node("boom").unwrap();
+        let counted = if order < -7000 { 1.0 } else { 0.0 };
+        assert_eq!(
+            (boom.cur_thread_num(), boom.pass_qps(), boom.exception_qps()),
+            (0, counted, counted),
+            "order {order}"
+        );
+    }
 }

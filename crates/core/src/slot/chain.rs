@@ -1,5 +1,6 @@
 //! Building and running the chain.
 
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 
 use super::builtin;
@@ -118,6 +119,13 @@ impl SlotChain {
         if self.builtin {
             return builtin::entry(self, cx);
         }
+        self.entry_dynamic(cx)
+    }
+
+    /// [`entry`](Self::entry) through the slot list (a chain with custom slots). Out of line: the
+    /// built-in chain's path stays small.
+    #[inline(never)]
+    fn entry_dynamic(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
         let engine = cx.engine;
         for s in self.entries.iter() {
             if s.active(engine) {
@@ -127,12 +135,51 @@ impl SlotChain {
                 }
             }
         }
-        for s in self.passes.iter() {
-            if s.active(engine) {
-                s.slot.on_pass(cx);
+        // Custom pass hooks may panic after the statistic slot counted the call in flight: the exit
+        // hooks of the slots that passed it then run before the panic goes on (the count leaked:
+        // found in review).
+        let mut reached = 0;
+        let passed = panic::catch_unwind(AssertUnwindSafe(|| {
+            for (i, s) in self.passes.iter().enumerate() {
+                if s.active(engine) {
+                    reached = i;
+                    s.slot.on_pass(cx);
+                }
             }
+        }));
+        if let Err(payload) = passed {
+            let not_passed: Vec<usize> =
+                self.passes[reached..].iter().map(|s| s.position).collect();
+            self.exit_now(cx, &not_passed);
+            panic::resume_unwind(payload);
         }
         Ok(())
+    }
+
+    /// Exits an entry whose pass hook panicked, at once and as failed, through the exit hooks of the
+    /// slots that are not in `not_passed` (whose pass hooks did not run).
+    #[cold]
+    fn exit_now(&self, cx: &SlotContext<'_>, not_passed: &[usize]) {
+        let mut exit = ExitContext {
+            engine: cx.engine,
+            resource: cx.resource,
+            context: cx.context,
+            node_id: cx.node_id,
+            node_counted: cx.node_counted,
+            origin_node_id: cx.origin_node_id,
+            origin: cx.origin,
+            entry_type: cx.entry_type,
+            count: cx.count,
+            args: cx.args,
+            rt_ms: 0,
+            error: true,
+            now_ms: cx.now_ms,
+            stripe: cx.stripe,
+            at: cx.at,
+            attachments: &cx.attachments,
+            param_generation: cx.param_generation,
+        };
+        self.run_exits(&mut exit, |s| !not_passed.contains(&s.position));
     }
 
     /// Runs the block hooks of the slots before `position` (the slot that blocked), in reverse order.
@@ -153,14 +200,28 @@ impl SlotChain {
             builtin::exit(cx);
             return;
         }
+        self.run_exits(cx, |_| true);
+    }
+
+    /// Runs the exit hooks of the slots `runs` picks, every one even if one panics (the statistic
+    /// slot's after a custom slot's that panicked: the call stayed in flight for good, found in review);
+    /// the first panic then goes on. Out of line, as [`entry_dynamic`](Self::entry_dynamic).
+    #[inline(never)]
+    fn run_exits(&self, cx: &mut ExitContext<'_>, runs: impl Fn(&ChainSlot) -> bool) {
         let engine = cx.engine;
         // An entry that carries attachments (a breaker's probe, say) reaches every exit hook, so that
         // a slot whose rules were removed while the entry ran still completes what it attached.
         let attached = !cx.attachments.is_empty();
+        let mut first_panic = None;
         for s in self.exits.iter() {
-            if attached || s.active(engine) {
-                s.slot.exit(cx);
+            if (attached || s.active(engine)) && runs(s) {
+                if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| s.slot.exit(cx))) {
+                    first_panic.get_or_insert(payload);
+                }
             }
+        }
+        if let Some(payload) = first_panic {
+            panic::resume_unwind(payload);
         }
     }
 
