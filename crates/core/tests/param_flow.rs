@@ -751,15 +751,16 @@ fn entries_admitted_before_a_thread_rule_do_not_release_its_counts() {
 }
 
 /// A reload in the same millisecond as an admission: the earlier entry's exit must not release a count
-/// it never took in the new rule's state (it did, when exits were matched to rules by time).
+/// it never took in the new rule's state (it did, when exits were matched to rules by time). A rule
+/// with other exception items is another rule: its counts are its own.
 #[test]
 fn a_reload_in_the_same_millisecond_releases_only_what_was_counted() {
     let (_clock, fg) = engine();
     let rule = ParamFlowRule::new("R", 0, 1.0).grade(FlowGrade::Thread);
     fg.load_param_flow_rules([rule.clone()]).unwrap();
     let a = fg.entry("R").args(["v"]).enter().unwrap();
-    // A changed rule (a new id): a new state, with counts of its own.
-    fg.load_param_flow_rules([rule.id(7)]).unwrap();
+    fg.load_param_flow_rules([rule.item(ParamFlowItem::string("w", 5))])
+        .unwrap();
     let b = fg.entry("R").args(["v"]).enter().unwrap();
     drop(a);
     assert_eq!(
@@ -768,6 +769,52 @@ fn a_reload_in_the_same_millisecond_releases_only_what_was_counted() {
         "`b` is still in flight"
     );
     drop(b);
+    assert!(fg.entry("R").args(["v"]).enter().is_ok());
+}
+
+/// A THREAD rule renumbered (a dashboard's push) or given another count takes over the calls in flight:
+/// they count against it, and are released to it. A new state started empty, and admitted the limit
+/// again on top of them (found in review); Sentinel keeps the counts per resource, argument and value.
+#[test]
+fn a_thread_rule_renumbered_or_recounted_keeps_the_calls_in_flight() {
+    let (_clock, fg) = engine();
+    let rule = ParamFlowRule::new("R", 0, 2.0).grade(FlowGrade::Thread);
+    fg.load_param_flow_rules([rule.clone().id(1)]).unwrap();
+    let held: Vec<_> = (0..2)
+        .map(|_| fg.entry("R").args(["v"]).enter().unwrap())
+        .collect();
+    fg.load_param_flow_rules([rule.clone().id(2)]).unwrap();
+    assert!(
+        fg.entry("R").args(["v"]).enter().is_err(),
+        "2 in flight, limit 2"
+    );
+    let mut raised = ParamFlowRule::new("R", 0, 3.0).grade(FlowGrade::Thread);
+    raised.id = Some(3);
+    fg.load_param_flow_rules([raised]).unwrap();
+    let third = fg
+        .entry("R")
+        .args(["v"])
+        .enter()
+        .expect("2 in flight, limit 3");
+    assert!(fg.entry("R").args(["v"]).enter().is_err(), "3 in flight");
+    // Released to the rule in force: the count goes back to 0, not below, not stuck.
+    drop(held);
+    drop(third);
+    let again: Vec<_> = (0..3).map(|_| fg.entry("R").args(["v"]).enter()).collect();
+    assert!(again.iter().all(Result::is_ok));
+    assert!(fg.entry("R").args(["v"]).enter().is_err());
+    drop(again);
+    // One rule split in two: only one of them takes the counts over.
+    let held = fg.entry("R").args(["v"]).enter().unwrap();
+    fg.load_param_flow_rules([rule.clone().id(4), rule.id(5)])
+        .unwrap();
+    let next = fg
+        .entry("R")
+        .args(["v"])
+        .enter()
+        .expect("1 in flight under each");
+    assert!(fg.entry("R").args(["v"]).enter().is_err());
+    drop((held, next));
     assert!(fg.entry("R").args(["v"]).enter().is_ok());
 }
 

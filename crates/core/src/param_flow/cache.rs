@@ -31,7 +31,7 @@
 //! items are pinned (never evicted) and always find room (up to 2²⁷ values in one shard). Evictions and
 //! overflows are counted for the status API.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use foldhash::SharedSeed;
@@ -307,8 +307,10 @@ pub(crate) struct ValueCache {
     seed: u64,
     /// The process's random keys, for strings.
     strings: &'static SharedSeed,
-    /// The threshold of values without one of their own, and of the overflow cells.
-    threshold: i64,
+    /// The threshold of values without one of their own (exception items always have their own), and
+    /// of the overflow cells. Changed only for a cache a THREAD rule takes over from its predecessor
+    /// ([`set_threshold`](Self::set_threshold)).
+    threshold: AtomicI64,
     capacity: usize,
     len: AtomicUsize,
     evictions: AtomicU64,
@@ -338,7 +340,7 @@ impl ValueCache {
             shift: 64 - shards.trailing_zeros(),
             seed: random_u64(),
             strings: shared_seed(),
-            threshold,
+            threshold: AtomicI64::new(threshold),
             capacity,
             len: AtomicUsize::new(0),
             evictions: AtomicU64::new(0),
@@ -370,12 +372,24 @@ impl ValueCache {
             shift: self.shift,
             seed: self.seed,
             strings: self.strings,
-            threshold: self.threshold,
+            threshold: AtomicI64::new(self.threshold()),
             capacity: self.capacity,
             len: AtomicUsize::new(len),
             evictions: AtomicU64::new(self.evictions.load(Ordering::Relaxed)),
             overflows: AtomicU64::new(self.overflows.load(Ordering::Relaxed)),
         }
+    }
+
+    /// The threshold of values without one of their own.
+    #[inline]
+    fn threshold(&self) -> i64 {
+        self.threshold.load(Ordering::Relaxed)
+    }
+
+    /// Changes the threshold of values without one of their own (a THREAD rule that takes this cache
+    /// over, with its calls in flight, from a rule of another count).
+    pub(crate) fn set_threshold(&self, threshold: i64) {
+        self.threshold.store(threshold, Ordering::Relaxed);
     }
 
     /// The hash `value` is filed under in `scope`; `None` for `Null` and lists.
@@ -429,7 +443,7 @@ impl ValueCache {
                 None => return f(&mut shard.overflow, true),
             },
         };
-        shard.with_slot(pos, self.threshold, |cell| f(cell, false))
+        shard.with_slot(pos, self.threshold(), |cell| f(cell, false))
     }
 
     /// Adds `value` to `shard` (see [`with_cell`](Self::with_cell)): its new slot's position, or `None`
@@ -453,7 +467,9 @@ impl ValueCache {
         if pinned {
             meta |= PINNED;
         }
-        if threshold != self.threshold {
+        // An exception item keeps its own threshold even when it equals the rule's: the rule's may
+        // change under it (see `set_threshold`).
+        if pinned || threshold != self.threshold() {
             meta |= OWN_THRESHOLD;
         }
         let slot = Slot {
@@ -467,7 +483,7 @@ impl ValueCache {
         if shard.keys.len() < KEY as usize && (pinned || self.reserve()) {
             return Some(shard.push(slot, key));
         }
-        if let Some(pos) = shard.settled(self.threshold, &settled) {
+        if let Some(pos) = shard.settled(self.threshold(), &settled) {
             self.evictions.fetch_add(1, Ordering::Relaxed);
             return Some(shard.replace(pos, slot, key));
         }
@@ -492,12 +508,12 @@ impl ValueCache {
             return f(&mut shard.overflow.clone(), true);
         };
         if let Some(pos) = shard.find(hash, scope, kind, value) {
-            return f(&mut shard.cell(pos, self.threshold), false);
+            return f(&mut shard.cell(pos, self.threshold()), false);
         }
         let new = new();
         let room = shard.keys.len() < KEY as usize
             && (new.pinned || self.len.load(Ordering::Relaxed) < self.capacity);
-        if room || shard.has_settled(self.threshold, &settled) {
+        if room || shard.has_settled(self.threshold(), &settled) {
             f(&mut shard.initial(new, &settled), false)
         } else {
             f(&mut shard.overflow.clone(), true)
@@ -515,7 +531,7 @@ impl ValueCache {
     ) -> Option<R> {
         let mut shard = self.shard(hash);
         let pos = shard.find(hash, scope, ValueKind::of(value)?, value)?;
-        Some(shard.with_slot(pos, self.threshold, f))
+        Some(shard.with_slot(pos, self.threshold(), f))
     }
 
     /// Runs `f` on the cell of `value` if it is cached, else on its shard's overflow cell.
@@ -529,7 +545,7 @@ impl ValueCache {
         let mut shard = self.shard(hash);
         let pos = ValueKind::of(value).and_then(|kind| shard.find(hash, scope, kind, value));
         match pos {
-            Some(pos) => shard.with_slot(pos, self.threshold, f),
+            Some(pos) => shard.with_slot(pos, self.threshold(), f),
             None => f(&mut shard.overflow),
         }
     }

@@ -5,9 +5,13 @@
 //! duplicates (Sentinel keeps rules in a set), and keeps the state of every rule equal to one already in
 //! force, so its per-value buckets and in-flight counts survive unrelated reloads. A QPS rule equal to
 //! one in force but for its `id` (a dashboard numbering its rules afresh) starts with a copy of that
-//! rule's values and their buckets or pacing (FL-08); a THREAD rule so changed starts empty, as the
-//! calls in flight are released to the state that counted them. Rules never change
-//! once loaded: a negative `paramIdx` is resolved per call (Sentinel rewrote the rule on first use: PF-01).
+//! rule's values and their buckets or pacing (FL-08). A THREAD rule that replaces a THREAD rule of
+//! the same resource, argument and exception items (renumbered, or with another count) takes over that
+//! rule's in-flight counts themselves, and its generation, so the calls in flight count against the new
+//! limit and are released to it, as Sentinel keeps them per resource, argument and value (a new state
+//! started empty, and admitted the limit again on top of the calls in flight: found in review). Rules
+//! never change once loaded: a negative `paramIdx` is resolved per call (Sentinel rewrote the rule on
+//! first use: PF-01).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -62,7 +66,8 @@ pub(crate) struct ParamRuleState {
     controller: Controller,
     /// Exception items: (hash, value, threshold), sorted by hash.
     items: Box<[(u64, StoredValue, i64)]>,
-    cache: ValueCache,
+    /// Shared with the THREAD rule this one replaced, if it took over its calls in flight.
+    cache: Arc<ValueCache>,
     /// The generation of the rules this state was created in: an entry admitted under rules of an
     /// earlier generation never counted in it.
     pub(crate) born: u64,
@@ -72,9 +77,9 @@ pub(crate) struct ParamRuleState {
 }
 
 impl ParamRuleState {
-    /// The state of `rule`; with `from`, the state of a rule equal to it but for its `id`, a QPS rule
-    /// starts with a copy of that state's values (a THREAD rule starts empty: the calls it counted
-    /// are released to the old state, under their generation).
+    /// The state of `rule`; with `from`, the state of a rule it replaces ([`succeeds`]): a QPS rule
+    /// starts with a copy of that state's values, a THREAD rule takes over its cache (the calls in
+    /// flight) and its generation (so that they are released here).
     fn new(
         rule: ParamFlowRule,
         items: Vec<(StoredValue, u32)>,
@@ -97,15 +102,21 @@ impl ParamRuleState {
             }
         };
         let capacity = capacity.unwrap_or_else(|| default_capacity(rule.duration_in_sec));
+        let mut born = generation;
         let cache = match from {
+            // Its threshold is set once the load cannot fail any more (see `load`).
+            Some(old) if matches!(controller, Controller::Threads) && old.is_thread() => {
+                born = old.born;
+                Arc::clone(&old.cache)
+            }
             Some(old)
                 if !matches!(controller, Controller::Threads)
                     && old.cache.capacity() == capacity
                     && old.rule.count as i64 == threshold =>
             {
-                old.cache.duplicate()
+                Arc::new(old.cache.duplicate())
             }
-            _ => ValueCache::new(capacity, threshold),
+            _ => Arc::new(ValueCache::new(capacity, threshold)),
         };
         let mut items: Vec<(u64, StoredValue, i64)> = items
             .into_iter()
@@ -123,7 +134,7 @@ impl ParamRuleState {
             controller,
             items: items.into_boxed_slice(),
             cache,
-            born: generation,
+            born,
             local,
         }
     }
@@ -306,6 +317,28 @@ impl ParamRuleState {
     }
 }
 
+/// Whether `new` takes the state of `old` (a rule in force that it replaces, not equal to it): a QPS
+/// rule equal but for its `id`, or a THREAD rule of the same resource, argument and exception items
+/// (its calls in flight are the same calls, whatever the count).
+fn succeeds(new: &ParamFlowRule, old: &ParamFlowRule) -> bool {
+    match (new.grade, old.grade) {
+        (FlowGrade::Thread, FlowGrade::Thread) => {
+            new.resource == old.resource
+                && new.regex == old.regex
+                && new.param_idx == old.param_idx
+                && new.param_flow_item_list == old.param_flow_item_list
+        }
+        _ => {
+            new.id != old.id
+                && *old
+                    == ParamFlowRule {
+                        id: old.id,
+                        ..new.clone()
+                    }
+        }
+    }
+}
+
 /// A hot-parameter rule in force and what its value cache holds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParamFlowStatus {
@@ -439,14 +472,7 @@ impl ParamFlowRules {
             &old.in_order,
             parsed,
             |s, (r, _)| *s.rule == *r,
-            |s, (r, _)| {
-                s.rule.id != r.id
-                    && *s.rule
-                        == ParamFlowRule {
-                            id: s.rule.id,
-                            ..r.clone()
-                        }
-            },
+            |s, (r, _)| succeeds(r, &s.rule),
             |(rule, items), similar| {
                 ParamRuleState::new(
                     rule,
@@ -461,6 +487,10 @@ impl ParamFlowRules {
         let index = RuleIndex::new(&in_order, |s| {
             Some((s.rule.resource.as_str(), s.rule.regex))
         })?;
+        // A THREAD cache taken over from another rule counts against this rule's count from now.
+        for state in in_order.iter().filter(|s| s.is_thread()) {
+            state.cache.set_threshold(state.rule.count as i64);
+        }
         let any = !in_order.is_empty();
         self.snapshot.store(Arc::new(ParamSnapshot {
             in_order,
