@@ -209,6 +209,13 @@ impl AgentBuilder {
         self
     }
 
+    /// The dashboard's path heartbeats are posted to (default `/registry/machine`, Sentinel's); a URL
+    /// path starting with `/`, or [`start`](Self::start) refuses it.
+    pub fn heartbeat_path(mut self, path: impl Into<String>) -> Self {
+        self.config.heartbeat_path = path.into();
+        self
+    }
+
     /// The IP to report instead of the detected one (Docker, NAT).
     pub fn heartbeat_ip(mut self, ip: impl Into<String>) -> Self {
         self.config.heartbeat_ip = Some(ip.into());
@@ -291,6 +298,12 @@ impl AgentBuilder {
             return Err(AgentError::Invalid {
                 field: "token",
                 reason: "must be at least 8 characters, without surrounding spaces",
+            });
+        }
+        if !crate::config::is_heartbeat_path(&c.heartbeat_path) {
+            return Err(AgentError::Invalid {
+                field: "heartbeat_path",
+                reason: "must be a URL path starting with `/`",
             });
         }
         if c.heartbeat_interval.is_zero() || c.heartbeat_interval > MAX_HEARTBEAT_INTERVAL {

@@ -10,6 +10,7 @@
 //! | Prometheus port | `FLOODGATE_PROMETHEUS_PORT` (none by default; `/metrics` is on the command port too) | — |
 //! | reported IP | `FLOODGATE_HEARTBEAT_IP` | `csp.sentinel.heartbeat.client.ip` |
 //! | heartbeat interval | `FLOODGATE_HEARTBEAT_INTERVAL_MS` (default 10000) | `csp.sentinel.heartbeat.interval.ms` |
+//! | heartbeat path | `FLOODGATE_HEARTBEAT_PATH` (default `/registry/machine`) | `csp.sentinel.heartbeat.api.path` |
 //! | shared token | `FLOODGATE_TOKEN` | — |
 //! | host names the agent may be addressed by, besides IPs and `localhost` | `FLOODGATE_ALLOWED_HOSTS` (`name[,name…]`) | — |
 //! | metric log directory | `FLOODGATE_METRIC_LOG_DIR` | `csp.sentinel.log.dir` |
@@ -162,6 +163,11 @@ fn sentinel_blank_is_unset((name, value): &(String, String)) -> bool {
     name.starts_with("FLOODGATE_") || !value.trim().is_empty()
 }
 
+/// Whether `path` can be a heartbeat's URL path: `/` then what a URI's path (and query) may hold.
+pub(crate) fn is_heartbeat_path(path: &str) -> bool {
+    path.starts_with('/') && path.parse::<hyper::http::uri::PathAndQuery>().is_ok()
+}
+
 fn non_empty(name: String, value: String) -> Result<String, ConfigError> {
     if value.trim().is_empty() {
         return Err(ConfigError::Invalid {
@@ -255,6 +261,23 @@ impl AgentConfig {
                 });
             }
             c.heartbeat_interval = Duration::from_millis(ms);
+        }
+        if let Some((n, v)) = lookup(
+            get,
+            &[
+                "FLOODGATE_HEARTBEAT_PATH",
+                "csp.sentinel.heartbeat.api.path",
+            ],
+        ) {
+            let path = v.trim();
+            if !is_heartbeat_path(path) {
+                return Err(ConfigError::Invalid {
+                    name: n,
+                    value: v,
+                    reason: "expected a URL path starting with `/`",
+                });
+            }
+            c.heartbeat_path = path.to_owned();
         }
         if let Some((n, v)) = lookup(get, &["FLOODGATE_PROMETHEUS_PORT"]) {
             c.prometheus_port = Some(parse(n, v, "expected a port number")?);
@@ -397,6 +420,26 @@ mod tests {
         );
         assert_eq!(sentinel_blanks.app_name, "orders", "the next name is read");
         assert_eq!(sentinel_blanks.dashboards, ["dash:8080"]);
+        // Sentinel's heartbeat path setting is read (it was ignored: found in review), and checked.
+        let c = AgentConfig::from_vars(vars(&[(
+            "csp.sentinel.heartbeat.api.path",
+            " /api/registry ",
+        )]))
+        .unwrap();
+        assert_eq!(c.heartbeat_path, "/api/registry");
+        assert_eq!(
+            AgentConfig::default().heartbeat_path,
+            "/registry/machine",
+            "Sentinel's default"
+        );
+        for bad in ["registry", "/a b", "/\u{7f}"] {
+            let err =
+                AgentConfig::from_vars(vars(&[("FLOODGATE_HEARTBEAT_PATH", bad)])).unwrap_err();
+            assert!(
+                err.to_string().starts_with("FLOODGATE_HEARTBEAT_PATH"),
+                "{err}"
+            );
+        }
         assert_eq!(
             AgentConfig::from_vars(vars(&[("FLOODGATE_HEARTBEAT_IP", "my-host")]))
                 .unwrap_err()

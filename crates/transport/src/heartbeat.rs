@@ -39,13 +39,19 @@ pub(crate) struct Heartbeat {
 /// How long the first heartbeat waits for the first lookup of the dashboards' names.
 const FIRST_LOOKUP_WAIT: Duration = Duration::from_secs(2);
 
+/// `dashboard` without its `http://` (any case), if it has one.
+pub(crate) fn without_scheme(dashboard: &str) -> &str {
+    match dashboard.get(..7) {
+        Some(scheme) if scheme.eq_ignore_ascii_case("http://") => &dashboard[7..],
+        _ => dashboard,
+    }
+}
+
 fn url(dashboard: &str, path: &str) -> String {
-    let base = if dashboard.starts_with("http://") || dashboard.starts_with("https://") {
-        dashboard.trim_end_matches('/').to_owned()
-    } else {
-        format!("http://{}", dashboard.trim_end_matches('/'))
-    };
-    format!("{base}{path}")
+    format!(
+        "http://{}{path}",
+        without_scheme(dashboard).trim_end_matches('/')
+    )
 }
 
 impl Heartbeat {
@@ -235,6 +241,11 @@ mod tests {
         );
         assert_eq!(
             url("http://dash:8080/", "/registry/machine"),
+            "http://dash:8080/registry/machine"
+        );
+        // The scheme in any case (its every heartbeat failed, quietly, found in review).
+        assert_eq!(
+            url("HTTP://dash:8080", "/registry/machine"),
             "http://dash:8080/registry/machine"
         );
         let hb = Heartbeat {

@@ -75,9 +75,7 @@ impl HostInfo {
 /// family of `bind` when it is a wildcard. A dashboard without a port is on HTTP's 80. `lookup`: a
 /// host name is resolved (else only an IP address is used).
 fn route_to(dashboard: &str, bind: IpAddr, lookup: bool) -> Option<IpAddr> {
-    let authority = dashboard
-        .trim_start_matches("http://")
-        .trim_start_matches("https://")
+    let authority = crate::heartbeat::without_scheme(dashboard)
         .split('/')
         .next()?;
     // `host:port` or `[v6]:port`; a bare `[v6]` or name gets `:80`.
