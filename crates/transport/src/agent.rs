@@ -354,6 +354,29 @@ impl AgentBuilder {
             Some(l) => Some(l.local_addr().map_err(AgentError::Runtime)?),
             None => None,
         };
+        // Before the rule files load: a start that fails changes no rule.
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(AgentError::Runtime)?;
+        // Registered with the runtime here, so that a failure is `start`'s error, not a silent exit of
+        // the agent thread after "listening" was reported.
+        let (listener, prometheus_listener) = {
+            let _runtime = runtime.enter();
+            let listener =
+                tokio::net::TcpListener::from_std(listener).map_err(AgentError::Runtime)?;
+            let prometheus = prometheus_listener
+                .map(tokio::net::TcpListener::from_std)
+                .transpose()
+                .map_err(AgentError::Runtime)?;
+            (listener, prometheus)
+        };
+        let metric_log = match &c.metric_log_dir {
+            Some(dir) => Some(Arc::new(
+                MetricLog::new(dir, &c.app_name).map_err(AgentError::MetricLog)?,
+            )),
+            None => None,
+        };
         let rule_files = Arc::new(RuleFiles::new(c.rule_files.clone()));
         // Watched first, then loaded: an edit made between the two is not missed.
         let watcher = if c.rule_files.is_empty() {
@@ -362,12 +385,6 @@ impl AgentBuilder {
             Some(rule_files.watch(self.fg.clone())?)
         };
         rule_files.load_all(&self.fg);
-        let metric_log = match &c.metric_log_dir {
-            Some(dir) => Some(Arc::new(
-                MetricLog::new(dir, &c.app_name).map_err(AgentError::MetricLog)?,
-            )),
-            None => None,
-        };
         // No name lookup here: the heartbeat task resolves dashboards named by host name.
         let host = HostInfo::detect(c.heartbeat_ip.as_deref(), c.bind_addr, &c.dashboards, false);
         host.warn_if_unreachable(c.bind_addr, &c.dashboards);
@@ -398,22 +415,6 @@ impl AgentBuilder {
             interval: c.heartbeat_interval,
         };
         let (stop, stopped) = oneshot::channel::<()>();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(AgentError::Runtime)?;
-        // Registered with the runtime here, so that a failure is `start`'s error, not a silent exit of
-        // the agent thread after "listening" was reported.
-        let (listener, prometheus_listener) = {
-            let _runtime = runtime.enter();
-            let listener =
-                tokio::net::TcpListener::from_std(listener).map_err(AgentError::Runtime)?;
-            let prometheus = prometheus_listener
-                .map(tokio::net::TcpListener::from_std)
-                .transpose()
-                .map_err(AgentError::Runtime)?;
-            (listener, prometheus)
-        };
         let fg = self.fg.clone();
         let (collector_metrics, collector_log) = (metrics.clone(), metric_log.clone());
         let collector_state = state.clone();

@@ -188,6 +188,25 @@ fn a_push_that_could_not_be_written_stays_in_force() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A start that fails (here: the metric log directory is a file) loads no rule file: it changes
+/// nothing (it loaded them, then failed: found in review).
+#[test]
+fn a_start_that_fails_loads_no_rules() {
+    let dir = temp_dir("failed-start");
+    let flow = dir.join("flow.json");
+    std::fs::write(&flow, r#"[{"resource":"R","count":5}]"#).unwrap();
+    let not_a_dir = dir.join("log");
+    std::fs::write(&not_a_dir, "a file").unwrap();
+    let (_clock, fg) = engine();
+    let started = builder(&fg)
+        .rule_file(RuleType::Flow, &flow)
+        .metric_log_dir(&not_a_dir)
+        .start();
+    assert!(started.is_err());
+    assert!(fg.flow_rules().is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A link planted where the temporary file of a write could go is never followed: the file it points
 /// to stays as it was, and no temporary file is left behind.
 #[cfg(unix)]
