@@ -676,6 +676,31 @@ fn a_late_success_does_not_undo_a_newer_probes_failure() {
     assert_eq!(events.take(), []);
 }
 
+/// A timed-out probe that fails late, while a newer probe is in flight, leaves that probe's word alone:
+/// the newer probe's success closes the breaker (its success was lost, and the breaker stayed
+/// HALF_OPEN until its deadline: found in review).
+#[test]
+fn a_late_failure_does_not_hide_a_newer_probes_success() {
+    let (clock, fg) = engine();
+    fg.load_degrade_rules([DegradeRule::error_count("R", 0.0)
+        .time_window(10)
+        .min_request_amount(1)])
+        .unwrap();
+    assert!(call_err(&clock, &fg, "R", true, 0));
+    clock.advance(Duration::from_secs(10));
+    let a = fg.entry("R").enter().expect("probe A");
+    clock.advance(Duration::from_secs(10));
+    assert!(!call(&clock, &fg, "R", 0), "A timed out");
+    clock.advance(Duration::from_secs(10));
+    let b = fg.entry("R").enter().expect("probe B");
+    a.trace(&Boom);
+    drop(a);
+    assert_eq!(states(&fg, "R"), [HalfOpen], "B decides");
+    clock.advance(ms(5));
+    drop(b);
+    assert_eq!(states(&fg, "R"), [Closed]);
+}
+
 /// Degrade rules removed while a probe is in flight: its exit skipped the degrade slots, and the
 /// dropped probe was reported as a failed one (HALF_OPEN → OPEN, "circuit breaker opened"). In the
 /// built-in chain and in a chain with a custom slot alike.

@@ -341,3 +341,61 @@ fn a_panicking_pass_hook_leaves_nothing_in_flight() {
         );
     }
 }
+
+/// Attaches a value to every entry it passes.
+#[derive(Debug)]
+struct AttachesOne;
+impl Slot for AttachesOne {
+    fn on_pass(&self, cx: &mut SlotContext<'_>) {
+        cx.attach(Arc::new(1u32));
+    }
+    fn hooks(&self) -> Hooks {
+        Hooks {
+            entry: false,
+            pass: true,
+            block: false,
+            exit: false,
+        }
+    }
+}
+
+/// Counts calls in flight, bound to flow rules.
+#[derive(Debug, Default)]
+struct FlowInFlight(std::sync::atomic::AtomicI64);
+impl Slot for FlowInFlight {
+    fn entry(&self, _cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+    fn exit(&self, _cx: &mut ExitContext<'_>) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+    fn hooks(&self) -> Hooks {
+        Hooks {
+            entry: true,
+            pass: false,
+            block: false,
+            exit: true,
+        }
+    }
+    fn rule_type(&self) -> Option<floodgate_core::RuleType> {
+        Some(floodgate_core::RuleType::Flow)
+    }
+}
+
+/// A slot skipped at entry (no rule of its kind in force) is skipped at exit, even for an entry that
+/// carries attachments (it ran then, and a count taken at entry and given back at exit went below
+/// zero: found in review).
+#[test]
+fn a_slot_skipped_at_entry_is_skipped_at_exit_whatever_the_entry_carries() {
+    let in_flight = Arc::new(FlowInFlight::default());
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(T0))
+        .slot("attaching", -900, Arc::new(AttachesOne))
+        .slot("flow_in_flight", -2100, in_flight.clone())
+        .build();
+    for _ in 0..3 {
+        drop(fg.entry("R").enter().unwrap());
+    }
+    assert_eq!(in_flight.0.load(std::sync::atomic::Ordering::SeqCst), 0);
+}

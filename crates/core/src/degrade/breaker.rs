@@ -443,9 +443,11 @@ impl ProbeToken {
                 b.notify(BreakerState::HalfOpen, BreakerState::Open, Some(1.0), now);
             } else {
                 // A timed-out probe that failed after all: a failure measured, so no late success
-                // of an older probe may close the breaker now.
+                // of an older probe may close the breaker now. Only while it is OPEN: a newer probe's
+                // word must stay as its token knows it (changed, that probe's success was lost and
+                // the breaker stayed HALF_OPEN: found in review); that probe decides instead.
                 let (raw, w) = b.load();
-                if w.timed_out {
+                if w.timed_out && w.phase == Phase::Open {
                     b.cas(
                         raw,
                         Word {

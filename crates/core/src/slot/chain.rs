@@ -209,12 +209,15 @@ impl SlotChain {
     #[inline(never)]
     fn run_exits(&self, cx: &mut ExitContext<'_>, runs: impl Fn(&ChainSlot) -> bool) {
         let engine = cx.engine;
-        // An entry that carries attachments (a breaker's probe, say) reaches every exit hook, so that
-        // a slot whose rules were removed while the entry ran still completes what it attached.
+        // An entry that carries attachments (a breaker's probe) reaches the degrade slots' exits even
+        // once no degrade rule is in force, so that a probe admitted before the rules were removed
+        // completes. Only those: another slot skipped at entry must be skipped at exit too (it ran,
+        // for any attachment, and a slot counting at entry and exit went below zero: found in review).
         let attached = !cx.attachments.is_empty();
         let mut first_panic = None;
         for s in self.exits.iter() {
-            if (attached || s.active(engine)) && runs(s) {
+            let probe_exit = attached && s.rule_type == Some(RuleType::Degrade);
+            if (probe_exit || s.active(engine)) && runs(s) {
                 if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| s.slot.exit(cx))) {
                     first_panic.get_or_insert(payload);
                 }

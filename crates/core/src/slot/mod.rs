@@ -132,9 +132,9 @@ pub trait Slot: Send + Sync + fmt::Debug + 'static {
     }
 
     /// The engine rule kind this slot enforces, if any: the chain skips the slot entirely while no rule
-    /// of that kind is in force (a relaxed load instead of a call), except for the exit of an entry that
-    /// carries [attachments](ExitContext::attachments), which reaches every exit hook (what a slot
-    /// attached is completed even if its rules were removed while the entry ran).
+    /// of that kind is in force (a relaxed load instead of a call). (The degrade slots' exits also run
+    /// for an entry that carries [attachments](ExitContext::attachments): a breaker's probe admitted
+    /// before the degrade rules were removed completes.)
     fn rule_type(&self) -> Option<RuleType> {
         None
     }
