@@ -338,6 +338,32 @@ fn a_list_refused_for_lack_of_room_changes_nothing() {
     );
 }
 
+/// `controlBehavior` 1 and 3 are the token bucket for QPS rules, and THREAD rules ignore theirs, as in
+/// Sentinel's parameter checker: such rules were refused, and with them the whole push (found in
+/// review). The behaviour is kept as pushed.
+#[test]
+fn behaviours_sentinel_treats_as_the_default_load_and_count() {
+    let (_clock, fg) = engine();
+    load(
+        &fg,
+        r#"[{"resource":"R","paramIdx":0,"count":2,"controlBehavior":1},
+            {"resource":"R","paramIdx":1,"grade":0,"count":1,"controlBehavior":2}]"#,
+    );
+    assert_eq!(burst(&fg, &one("a"), 5), 2, "a token bucket of 2");
+    let held = fg.entry("R").args(["b", "x"]).enter().unwrap();
+    assert!(
+        fg.entry("R").args(["c", "x"]).enter().is_err(),
+        "x: one in flight"
+    );
+    drop(held);
+    let rules: serde_json::Value =
+        serde_json::from_str(&fg.rules_json(RuleType::ParamFlow)).unwrap();
+    assert_eq!(
+        (&rules[0]["controlBehavior"], &rules[1]["controlBehavior"]),
+        (&serde_json::json!(1), &serde_json::json!(2))
+    );
+}
+
 #[test]
 fn every_element_of_a_list_is_a_value() {
     let (_clock, fg) = engine();
@@ -1165,14 +1191,9 @@ fn every_validation_error_names_the_rule_and_field_and_changes_nothing() {
             "must be 0 (thread) or 1 (QPS), got 2",
         ),
         (
-            r#"{"resource":"R","paramIdx":0,"controlBehavior":1}"#,
+            r#"{"resource":"R","paramIdx":0,"controlBehavior":7}"#,
             "controlBehavior",
-            "must be 0 (default) or 2 (rate limiter), got 1",
-        ),
-        (
-            r#"{"resource":"R","paramIdx":0,"grade":0,"controlBehavior":2}"#,
-            "controlBehavior",
-            "only QPS rules queue; THREAD rules reject",
+            "must be 0 (default), 2 (rate limiter), or 1 or 3 (the default for parameter rules), got 7",
         ),
         (
             r#"{"resource":"R","paramIdx":0,"durationInSec":0}"#,

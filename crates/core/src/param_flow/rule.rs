@@ -189,7 +189,10 @@ pub struct ParamFlowRule {
     pub param_idx: i32,
     /// The threshold per value (truncated to a whole number, as in Sentinel).
     pub count: f64,
-    /// QPS rules: `Reject` (a token bucket per value) or `RateLimiter` (uniform pacing per value).
+    /// QPS rules: `RateLimiter` paces each value uniformly; any other (`Reject`, and `WarmUp` or
+    /// `WarmUpRateLimiter`, which Sentinel's parameter checker treats as the default) is a token bucket
+    /// per value. THREAD rules ignore it, as Sentinel does (its dashboard keeps a behaviour picked
+    /// before the grade was switched).
     pub control_behavior: ControlBehavior,
     /// Rate limiter: the longest queueing wait in ms (default 0: no queueing).
     pub max_queueing_time_ms: u32,
@@ -277,25 +280,15 @@ impl ParamFlowRule {
         self
     }
 
+    /// Whether the rule paces its values (a QPS rate limiter) rather than counting them.
+    pub(crate) fn paces(&self) -> bool {
+        self.grade == FlowGrade::Qps && self.control_behavior == ControlBehavior::RateLimiter
+    }
+
     /// Checks the rule; `index` is its position in the list being loaded. Returns the parsed items.
     pub(crate) fn validate(&self, index: usize) -> Result<Vec<(StoredValue, u32)>, RuleError> {
         let err = |field: &str, reason: String| Err(RuleError::invalid(index, field, reason));
         check_rule_head(index, &self.resource, &self.limit_app, self.count)?;
-        if !matches!(
-            self.control_behavior,
-            ControlBehavior::Reject | ControlBehavior::RateLimiter
-        ) {
-            return err(
-                "controlBehavior",
-                "parameter rules support 0 (default) and 2 (rate limiter)".into(),
-            );
-        }
-        if self.grade == FlowGrade::Thread && self.control_behavior != ControlBehavior::Reject {
-            return err(
-                "controlBehavior",
-                "only QPS rules queue; THREAD rules reject".into(),
-            );
-        }
         if self.duration_in_sec == 0 {
             return err("durationInSec", "must be > 0".into());
         }
@@ -330,7 +323,7 @@ impl ParamFlowRule {
         }
         if self.regex {
             whole_name_regex(index, &self.resource)?;
-            if self.cluster_mode || self.control_behavior != ControlBehavior::Reject {
+            if self.cluster_mode || self.paces() {
                 return err("regex", "regex rules must be local default rules".into());
             }
         }
@@ -368,11 +361,13 @@ impl ParamFlowRule {
         rule.grade = FlowGrade::read(&f)?;
         rule.control_behavior = match f.integer("controlBehavior")?.unwrap_or(0) {
             0 => ControlBehavior::Reject,
+            1 => ControlBehavior::WarmUp,
             2 => ControlBehavior::RateLimiter,
+            3 => ControlBehavior::WarmUpRateLimiter,
             b => {
                 return Err(f.error(
                     "controlBehavior",
-                    format!("must be 0 (default) or 2 (rate limiter), got {b}"),
+                    format!("must be 0 (default), 2 (rate limiter), or 1 or 3 (the default for parameter rules), got {b}"),
                 ));
             }
         };
