@@ -14,7 +14,7 @@ use tokio::sync::oneshot;
 use crate::command::{AuthFailures, CommandState, LogThrottle, app, metrics_app};
 use crate::config::{AgentConfig, ConfigError};
 use crate::heartbeat::Heartbeat;
-use crate::host::HostInfo;
+use crate::host::{HostInfo, ReportedIp};
 use crate::metric_log::MetricLog;
 use crate::metric_store::MetricStore;
 use crate::rule_file::RuleFiles;
@@ -389,9 +389,11 @@ impl AgentBuilder {
         let host = HostInfo::detect(c.heartbeat_ip.as_deref(), c.bind_addr, &c.dashboards, false);
         host.warn_if_unreachable(c.bind_addr, &c.dashboards);
         let metrics = Arc::new(MetricStore::new(c.metric_retention));
+        let reported_ip = ReportedIp::new(&host.ip);
         let state = Arc::new(CommandState {
             fg: self.fg.clone(),
             host: host.clone(),
+            reported_ip: reported_ip.clone(),
             port: addr.port(),
             metrics: metrics.clone(),
             token: c.token.clone(),
@@ -407,6 +409,7 @@ impl AgentBuilder {
             app: c.app_name.clone(),
             app_type: c.app_type,
             host,
+            reported_ip,
             bind: c.bind_addr,
             port: addr.port(),
             path: c.heartbeat_path.clone(),

@@ -16,7 +16,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
 use crate::command::SENTINEL_VERSION;
-use crate::host::HostInfo;
+use crate::host::{HostInfo, ReportedIp};
 
 /// The most of a dashboard's answer read (only its status and a `success` field matter).
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
@@ -27,6 +27,8 @@ pub(crate) struct Heartbeat {
     pub(crate) app: String,
     pub(crate) app_type: u8,
     pub(crate) host: HostInfo,
+    /// `host`'s IP, shared with the command handlers.
+    pub(crate) reported_ip: ReportedIp,
     /// The address the agent listens on (for detecting `host` again while it is provisional).
     pub(crate) bind: IpAddr,
     pub(crate) port: u16,
@@ -77,6 +79,7 @@ impl Heartbeat {
         if self.host.provisional && !host.provisional {
             host.warn_if_unreachable(self.bind, &self.dashboards);
         }
+        self.reported_ip.set(&host.ip);
         self.host = host;
     }
 
@@ -256,6 +259,7 @@ mod tests {
                 ip: "10.0.0.1".into(),
                 provisional: false,
             },
+            reported_ip: ReportedIp::new("10.0.0.1"),
             bind: IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
             port: 8719,
             path: "/registry/machine".into(),
@@ -267,5 +271,35 @@ mod tests {
             hb.form(1_700_000_000_000),
             "app=orders+app&app_type=0&v=1.8.9&version=1700000000000&hostname=h1&ip=10.0.0.1&port=8719"
         );
+    }
+
+    /// An address detected after `start` (a dashboard named by host name) is what `basicInfo` reports
+    /// too (it kept the provisional loopback address: found in review).
+    #[test]
+    fn a_detected_address_is_shared_with_the_commands() {
+        let shared = ReportedIp::new("127.0.0.1");
+        let mut hb = Heartbeat {
+            app: "a".into(),
+            app_type: 0,
+            host: HostInfo {
+                hostname: "h1".into(),
+                ip: "127.0.0.1".into(),
+                provisional: true,
+            },
+            reported_ip: shared.clone(),
+            bind: IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+            port: 8719,
+            path: "/registry/machine".into(),
+            token: None,
+            dashboards: vec!["dashboard:8080".into()],
+            interval: Duration::from_secs(10),
+        };
+        hb.detected(HostInfo {
+            hostname: "h1".into(),
+            ip: "10.0.0.9".into(),
+            provisional: false,
+        });
+        assert_eq!(shared.get(), "10.0.0.9");
+        assert!(hb.form(0).contains("ip=10.0.0.9"));
     }
 }

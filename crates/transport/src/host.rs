@@ -1,6 +1,7 @@
 //! What the agent reports about its machine: host name and IP.
 
 use std::net::{IpAddr, Ipv4Addr, ToSocketAddrs, UdpSocket};
+use std::sync::{Arc, Mutex};
 
 /// The machine as reported to the dashboard.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -10,6 +11,29 @@ pub(crate) struct HostInfo {
     /// Whether `ip` is only a fallback (no route to a dashboard was found yet: its name did not resolve,
     /// at start, say): detection is then tried again before each heartbeat.
     pub(crate) provisional: bool,
+}
+
+/// The IP reported to dashboards, as last detected: the heartbeat task resolves dashboards named by
+/// host name after `start`, and `basicInfo` must answer what the heartbeats say (it kept the
+/// provisional loopback address: found in review).
+#[derive(Debug, Clone)]
+pub(crate) struct ReportedIp(Arc<Mutex<String>>);
+
+impl ReportedIp {
+    pub(crate) fn new(ip: &str) -> Self {
+        ReportedIp(Arc::new(Mutex::new(ip.to_owned())))
+    }
+
+    pub(crate) fn get(&self) -> String {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub(crate) fn set(&self, ip: &str) {
+        let mut reported = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if *reported != ip {
+            *reported = ip.to_owned();
+        }
+    }
 }
 
 impl HostInfo {

@@ -22,7 +22,7 @@ pub(crate) fn api() -> String {
 pub(crate) fn basic_info(state: &CommandState) -> String {
     json!({
         "machine": state.host.hostname,
-        "ip": state.host.ip,
+        "ip": state.reported_ip.get(),
         "port": state.port,
         "floodgate": env!("CARGO_PKG_VERSION"),
     })

@@ -62,7 +62,7 @@ pub(crate) use auth_failures::AuthFailures;
 use auth_failures::{Failure, MAX_FAILURES, WINDOW};
 pub(crate) use log_throttle::LogThrottle;
 
-use crate::host::HostInfo;
+use crate::host::{HostInfo, ReportedIp};
 use crate::metric_store::MetricStore;
 use crate::prometheus::{PROMETHEUS_CONTENT_TYPE, prometheus_text};
 use crate::rule_file::RuleFiles;
@@ -72,6 +72,8 @@ use crate::rule_file::RuleFiles;
 pub struct CommandState {
     pub(crate) fg: Floodgate,
     pub(crate) host: HostInfo,
+    /// The IP `basicInfo` reports (`host`'s, as the heartbeat task last detected it).
+    pub(crate) reported_ip: ReportedIp,
     pub(crate) port: u16,
     pub(crate) metrics: Arc<MetricStore>,
     pub(crate) token: Option<String>,
