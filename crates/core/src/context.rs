@@ -11,6 +11,7 @@
 //! [`Entry::child`](crate::Entry::child) nests an entry under another one, wherever they run.
 
 use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -61,29 +62,29 @@ struct ThreadState {
     /// inside one of the first): entries of that engine still nest under it. Set when an entry of the
     /// second engine is placed, cleared when the hidden entry exits or is current again.
     hidden: Cell<EntryFrame>,
-    /// The [`REMOTE_EXIT_COUNT`] at which this thread last took its remote exits.
+    /// This thread's [`REMOTE_EXIT_COUNTS`] counter when it last took its remote exits.
     remote_seen: Cell<u32>,
 }
 
-/// An entry that exited on another thread than the one it was current on.
-#[derive(Debug)]
-struct RemoteExit {
-    /// The thread it was current on (its stripe number, unique per thread).
-    thread: u32,
-    id: u32,
-    previous: EntryFrame,
-}
-
-/// Entries that exited on another thread, for their own threads to take (each takes its own the next
-/// time it places an entry). Without them, such an entry stayed current on its thread for good: later
+/// Entries that exited on another thread than the one they were current on, by that thread (its
+/// stripe number, unique per thread): (id, the entry it had replaced), for the thread to take the next
+/// time it places an entry. Without them, such an entry stayed current on its thread for good: later
 /// entries there nested under it, in its context, with its origin (found in review). Sentinel's entry
 /// exits through the context object its thread holds.
-static REMOTE_EXITS: Mutex<Vec<RemoteExit>> = Mutex::new(Vec::new());
-/// How many remote exits were recorded (a thread compares it with what it last saw: one relaxed load
-/// per placed entry).
-static REMOTE_EXIT_COUNT: AtomicU32 = AtomicU32::new(0);
-/// The most remote exits kept (those of threads that ended are dropped first in time).
-const MAX_REMOTE_EXITS: usize = 4096;
+static REMOTE_EXITS: Mutex<BTreeMap<u32, Vec<(u32, EntryFrame)>>> = Mutex::new(BTreeMap::new());
+/// Bumped for each remote exit, in the counter of its thread's stripe modulo [`REMOTE_SLOTS`]: a
+/// thread compares its own with what it last saw (one relaxed load per placed entry), so it takes the
+/// lock only when an exit may be its own.
+static REMOTE_EXIT_COUNTS: [AtomicU32; REMOTE_SLOTS] = [const { AtomicU32::new(0) }; REMOTE_SLOTS];
+const REMOTE_SLOTS: usize = 64;
+/// The most threads with remote exits kept (past it, the oldest thread's are dropped: threads that
+/// ended never take theirs), and the most remote exits kept per thread.
+const MAX_REMOTE_THREADS: usize = 1024;
+
+/// The counter of remote exits for the thread of stripe `stripe`.
+fn remote_exit_count(stripe: usize) -> &'static AtomicU32 {
+    &REMOTE_EXIT_COUNTS[stripe % REMOTE_SLOTS]
+}
 
 thread_local! {
     static STATE: ThreadState = const {
@@ -136,11 +137,11 @@ fn context_frame(engine: u64) -> Option<(u32, Option<u32>)> {
 /// Where a new entry of `engine` on this thread belongs: under the current entry if it is the engine's,
 /// else at the entrance of the context entered with `run`, else in the default context.
 #[inline]
-pub(crate) fn current(engine: u64) -> Placement {
+pub(crate) fn current(engine: u64, stripe: usize) -> Placement {
     let (mut entry, contexts, seen) =
         STATE.with(|s| (s.current.get(), s.contexts.get(), s.remote_seen.get()));
-    if seen != REMOTE_EXIT_COUNT.load(Ordering::Relaxed) {
-        entry = take_remote_exits();
+    if seen != remote_exit_count(stripe).load(Ordering::Relaxed) {
+        entry = take_remote_exits(stripe);
     }
     if entry.engine != engine as u32 && entry.engine != 0 {
         entry = hidden_or(entry, engine);
@@ -256,19 +257,21 @@ fn pop_on(s: &ThreadState, id: u32, previous: EntryFrame) {
     }
 }
 
-/// An entry current on thread `thread` (another one) exited there: recorded for that thread to take.
+/// An entry current on the thread of stripe `thread` (another one) exited: recorded for that thread
+/// to take.
 #[cold]
 pub(crate) fn pop_remote(thread: u32, id: u32, previous: EntryFrame) {
     let mut remote = REMOTE_EXITS.lock().unwrap_or_else(|e| e.into_inner());
-    if remote.len() == MAX_REMOTE_EXITS {
-        remote.remove(0);
+    if !remote.contains_key(&thread) && remote.len() >= MAX_REMOTE_THREADS {
+        // Stripe numbers grow with each new thread: the smallest is the oldest thread's.
+        remote.pop_first();
     }
-    remote.push(RemoteExit {
-        thread,
-        id,
-        previous,
-    });
-    REMOTE_EXIT_COUNT.fetch_add(1, Ordering::Release);
+    let exits = remote.entry(thread).or_default();
+    if exits.len() >= MAX_EXITED {
+        exits.remove(0);
+    }
+    exits.push((id, previous));
+    remote_exit_count(thread as usize).fetch_add(1, Ordering::Release);
 }
 
 /// Applies this thread's remote exits, in the order they happened, as if they had exited here; the
@@ -276,23 +279,19 @@ pub(crate) fn pop_remote(thread: u32, id: u32, previous: EntryFrame) {
 /// access was no longer inlined).
 #[cold]
 #[inline(never)]
-fn take_remote_exits() -> EntryFrame {
-    STATE.with(|s| s.remote_seen.set(REMOTE_EXIT_COUNT.load(Ordering::Acquire)));
-    let me = crate::stat::current_stripe() as u32;
-    let mine: Vec<RemoteExit> = {
-        let mut remote = REMOTE_EXITS.lock().unwrap_or_else(|e| e.into_inner());
-        if !remote.iter().any(|r| r.thread == me) {
-            return STATE.with(|s| s.current.get());
-        }
-        let (mine, others) = std::mem::take(&mut *remote)
-            .into_iter()
-            .partition(|r| r.thread == me);
-        *remote = others;
-        mine
-    };
+fn take_remote_exits(stripe: usize) -> EntryFrame {
     STATE.with(|s| {
-        for r in mine {
-            pop_on(s, r.id, r.previous);
+        s.remote_seen
+            .set(remote_exit_count(stripe).load(Ordering::Acquire));
+    });
+    let mine = REMOTE_EXITS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&(stripe as u32))
+        .unwrap_or_default();
+    STATE.with(|s| {
+        for (id, previous) in mine {
+            pop_on(s, id, previous);
         }
         s.current.get()
     })

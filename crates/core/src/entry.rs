@@ -200,9 +200,10 @@ impl<'a> EntryBuilder<'a> {
                 None => return Ok(finish(None)),
             },
         };
+        let stripe = current_stripe();
         let placement = match self.placement {
             Some(p) => p,
-            None => context::current(engine.id),
+            None => context::current(engine.id, stripe),
         };
         let Some(context) = engine.context(placement.context) else {
             return Ok(finish(None));
@@ -213,7 +214,6 @@ impl<'a> EntryBuilder<'a> {
             (None, None) => "",
         };
         let now_nanos = engine.now_nanos();
-        let stripe = current_stripe();
         let mut cx = SlotContext {
             engine,
             resource,
