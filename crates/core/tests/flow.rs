@@ -921,8 +921,16 @@ fn a_warm_up_rule_colder_than_one_request_still_warms_up() {
         [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2],
         "7-permit requests, cold at 6.67 QPS: one a second, two (14 of 20 permits) once warm"
     );
-    // A request larger than the rule's count is still never admitted.
+    // A request larger than the rule's count is never admitted.
     assert_eq!(per_second(&clock, &fg, 21, 3), [0, 0, 0]);
+
+    // A batch of the count does not skip the warm-up: cold, it is larger than the allowed QPS.
+    let (clock, fg) = engine();
+    load(
+        &fg,
+        r#"[{"resource":"R","count":20,"controlBehavior":1,"warmUpPeriodSec":10}]"#,
+    );
+    assert_eq!(per_second(&clock, &fg, 20, 3), [0, 0, 0]);
 }
 
 /// A concurrency rule with a pacing or warm-up `controlBehavior` (Sentinel's dashboard keeps one picked

@@ -37,7 +37,7 @@
 //! ```
 //!
 //! and a request for `a` permits passes iff `trunc(passQps) + a <= allowed`, or if nothing passed in the
-//! current window and `a <= c` (see below). Sentinel counts permits per second; it does not space them
+//! current window and `a <= min(⌈allowed⌉, c)` (see below). Sentinel counts permits per second; it does not space them
 //! (see the warm-up rate limiter for that).
 //!
 //! **Token flow.** Once per second of the caller's clock (the first check in a new second), with `q` the
@@ -61,9 +61,11 @@
 //! * Sentinel refuses a request whose size exceeds the cold rate for as long as the bucket is cold, and
 //!   the bucket drains only through passes: a count below the cold factor (2 QPS cold at 0.67, under
 //!   one request a second) or a batch above `c / coldFactor` (7 permits under 20 QPS, cold at 6.67)
-//!   was refused forever. Here a request of at most `c` permits passes when the window holds no pass
-//!   at all, so such a bucket admits one request per window and warms with it (2 QPS over 10 s: one
-//!   a second for 10 s, then 2). Requests that fit the cold rate are unaffected.
+//!   was refused forever. Here a request of at most the allowed QPS rounded up (one request at 0.67,
+//!   7 permits at 6.67) passes when the window holds no pass at all, so such a bucket admits one
+//!   request per window and warms with it (2 QPS over 10 s: one a second for 10 s, then 2). Requests
+//!   that fit the allowed QPS are unaffected, and a larger batch is refused as in Sentinel (allowing
+//!   up to `c` let a batch of `c` skip the warm-up: found in review).
 //! * A cold factor that is not a finite number above 1 is replaced by the default 3 (Sentinel's config
 //!   does this for `csp.sentinel.flow.cold.factor`; its constructor throws instead). A negative or NaN
 //!   count is treated as 0 (nothing passes). Token counts are saturating `u64`s, not Java's `int`.
@@ -192,7 +194,7 @@ impl WarmUpController {
     ) -> bool {
         let allowed = self.current_allowed_qps(now_ms, previous_pass_qps);
         trunc_u64(pass_qps).saturating_add(u64::from(acquire)) as f64 <= allowed
-            || (pass_qps <= 0.0 && f64::from(acquire) <= self.count)
+            || (pass_qps <= 0.0 && f64::from(acquire) <= allowed.ceil().min(self.count))
     }
 
     /// Brings the bucket up to `now_ms` (at most once per second) and returns the QPS it allows now.
@@ -500,11 +502,12 @@ pub(crate) mod tests {
         assert!(c.can_pass(T0, 0.0, 0.0, 6));
         assert!(c.can_pass(T0, 1.0, 0.0, 5));
         assert!(!c.can_pass(T0, 1.0, 0.0, 6));
-        // A window with no pass admits a batch above the cold rate, up to the count: a cold bucket
-        // drains only through passes, so refusing it would refuse it for good.
+        // A window with no pass admits a batch of the cold rate rounded up: a cold bucket drains only
+        // through passes, so refusing it would refuse it for good. Not more: a batch of the count
+        // would skip the warm-up.
         assert!(c.can_pass(T0, 0.0, 0.0, 7));
-        assert!(c.can_pass(T0, 0.0, 0.0, 20));
-        assert!(!c.can_pass(T0, 0.0, 0.0, 21));
+        assert!(!c.can_pass(T0, 0.0, 0.0, 8));
+        assert!(!c.can_pass(T0, 0.0, 0.0, 20));
         assert!(c.can_pass(T0, 6.9, 0.0, 0));
         assert!(!c.can_pass(T0, 7.0, 0.0, 0));
     }
