@@ -117,6 +117,16 @@ impl Word {
         }
     }
 
+    /// CLOSED, keeping the probe generation (so that a stale token never matches a later probe's word).
+    fn closed(self) -> Word {
+        Word {
+            phase: Phase::Closed,
+            timed_out: false,
+            generation: self.generation,
+            time: 0,
+        }
+    }
+
     /// OPEN until `retry_at` after a failure was measured (a bad window, a failed probe).
     fn failed(self, retry_at: u64) -> Word {
         Word {
@@ -457,7 +467,7 @@ impl ProbeToken {
                     );
                 }
             }
-        } else if b.cas(half.pack(), Word::CLOSED) {
+        } else if b.cas(half.pack(), half.closed()) {
             b.bucket.reset();
             b.notify(BreakerState::HalfOpen, BreakerState::Closed, None, now);
         } else {
@@ -466,7 +476,7 @@ impl ProbeToken {
             // flight (that probe's completion then finds the breaker closed): calls slower than the
             // timeout would otherwise reopen the breaker probe after probe, for good.
             let (raw, w) = b.load();
-            if w.phase != Phase::Closed && w.timed_out && b.cas(raw, Word::CLOSED) {
+            if w.phase != Phase::Closed && w.timed_out && b.cas(raw, w.closed()) {
                 b.bucket.reset();
                 b.notify(w.reported(), BreakerState::Closed, None, now);
             }
