@@ -701,6 +701,34 @@ fn a_late_failure_does_not_hide_a_newer_probes_success() {
     assert_eq!(states(&fg, "R"), [Closed]);
 }
 
+/// A failure measured late, while a newer probe is in flight, still keeps an older probe's late success
+/// from closing the breaker (it closed it: found in review).
+#[test]
+fn a_late_failure_keeps_an_older_late_success_from_closing() {
+    let (clock, fg) = engine();
+    fg.load_degrade_rules([DegradeRule::error_count("R", 0.0)
+        .time_window(10)
+        .min_request_amount(1)])
+        .unwrap();
+    assert!(call_err(&clock, &fg, "R", true, 0));
+    clock.advance(Duration::from_secs(10));
+    let a = fg.entry("R").enter().expect("probe A");
+    clock.advance(Duration::from_secs(10));
+    assert!(!call(&clock, &fg, "R", 0), "A timed out");
+    clock.advance(Duration::from_secs(10));
+    let b = fg.entry("R").enter().expect("probe B");
+    clock.advance(Duration::from_secs(10));
+    assert!(!call(&clock, &fg, "R", 0), "B timed out");
+    clock.advance(Duration::from_secs(10));
+    let c = fg.entry("R").enter().expect("probe C");
+    b.trace(&Boom);
+    drop(b);
+    drop(a);
+    assert_eq!(states(&fg, "R"), [HalfOpen], "C decides");
+    drop(c);
+    assert_eq!(states(&fg, "R"), [Closed], "C succeeded");
+}
+
 /// Degrade rules removed while a probe is in flight: its exit skipped the degrade slots, and the
 /// dropped probe was reported as a failed one (HALF_OPEN → OPEN, "circuit breaker opened"). In the
 /// built-in chain and in a chain with a custom slot alike.

@@ -28,17 +28,16 @@
 //!   (or a slow-ratio rule's maximum RT, if longer), the next call counts it as failed and reopens the
 //!   breaker (and an entry that is dropped exits, so a dropped probe completes normally). Should a
 //!   probe that timed out complete after all, successfully, it closes the breaker (from OPEN, or from
-//!   HALF_OPEN with a newer probe in flight), unless a probe completed as failed since the window last
-//!   judged the breaker bad: calls slower than the timeout would otherwise keep it open for good under
-//!   steady traffic (each probe's late success finding a newer probe in flight, with calls slower than
-//!   twice `timeWindow`: found in review).
+//!   HALF_OPEN with a newer probe in flight), unless a failure was measured since it was reserved (a
+//!   window judged bad, a probe that failed, late or not: the breaker counts them): calls slower than
+//!   the timeout would otherwise keep it open for good under steady traffic (each probe's late success
+//!   finding a newer probe in flight, with calls slower than twice `timeWindow`: found in review).
 //!
-//! The whole state is one `AtomicU64` (phase, whether it has seen only timeouts since it last measured
-//! a failure, a probe generation, and the time that matters in the phase: `retryAt` when open, the
-//! probe's deadline when reserved or half-open), and every transition is one compare-and-swap, so each
-//! one happens, and is reported to observers, exactly once. The generation tells one probe from the
-//! next: a stale probe's completion or release finds a different word and does only what a late
-//! success may do.
+//! The whole state is one `AtomicU64` (phase, a probe generation, and the time that matters in the
+//! phase: `retryAt` when open, the probe's deadline when reserved or half-open), and every transition is
+//! one compare-and-swap, so each one happens, and is reported to observers, exactly once. The generation
+//! tells one probe from the next: a stale probe's completion or release finds a different word and does
+//! only what a late success may do.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -52,10 +51,9 @@ use super::slow_ratio::SlowRatio;
 
 const TIME_BITS: u32 = 48;
 const TIME_MAX: u64 = (1 << TIME_BITS) - 1;
-const GEN_BITS: u32 = 13;
+const GEN_BITS: u32 = 14;
 const GEN_MASK: u64 = (1 << GEN_BITS) - 1;
-const TIMED_OUT_SHIFT: u32 = TIME_BITS + GEN_BITS;
-const PHASE_SHIFT: u32 = TIMED_OUT_SHIFT + 1;
+const PHASE_SHIFT: u32 = TIME_BITS + GEN_BITS;
 
 /// Where the machine is (RESERVED is reported as OPEN).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,9 +68,6 @@ enum Phase {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Word {
     phase: Phase,
-    /// Not CLOSED, and reopened by a probe's timeout since the last failure measured (a bad window or a
-    /// failed probe): a timed-out probe's late success then closes the breaker.
-    timed_out: bool,
     generation: u64,
     /// OPEN: retryAt. RESERVED / HALF_OPEN: the probe's deadline. CLOSED: 0. Epoch ms, saturated at 2⁴⁸.
     time: u64,
@@ -81,14 +76,12 @@ struct Word {
 impl Word {
     const CLOSED: Word = Word {
         phase: Phase::Closed,
-        timed_out: false,
         generation: 0,
         time: 0,
     };
 
     fn pack(self) -> u64 {
         ((self.phase as u64) << PHASE_SHIFT)
-            | (u64::from(self.timed_out) << TIMED_OUT_SHIFT)
             | ((self.generation & GEN_MASK) << TIME_BITS)
             | self.time.min(TIME_MAX)
     }
@@ -102,13 +95,12 @@ impl Word {
         };
         Word {
             phase,
-            timed_out: (word >> TIMED_OUT_SHIFT) & 1 == 1,
             generation: (word >> TIME_BITS) & GEN_MASK,
             time: word & TIME_MAX,
         }
     }
 
-    /// The same generation and `timed_out` flag in another phase and time.
+    /// The same generation in another phase and time.
     fn with(self, phase: Phase, time: u64) -> Word {
         Word {
             phase,
@@ -119,22 +111,7 @@ impl Word {
 
     /// CLOSED, keeping the probe generation (so that a stale token never matches a later probe's word).
     fn closed(self) -> Word {
-        Word {
-            phase: Phase::Closed,
-            timed_out: false,
-            generation: self.generation,
-            time: 0,
-        }
-    }
-
-    /// OPEN until `retry_at` after a failure was measured (a bad window, a failed probe).
-    fn failed(self, retry_at: u64) -> Word {
-        Word {
-            phase: Phase::Open,
-            timed_out: false,
-            generation: self.generation,
-            time: retry_at,
-        }
+        self.with(Phase::Closed, 0)
     }
 
     /// The state as reported (a reserved probe is still OPEN).
@@ -213,6 +190,10 @@ pub(crate) struct Breaker {
     /// slow-ratio rule's maximum RT if that is longer (a probe that is not slow is not failed).
     probe_timeout_ms: u64,
     min_request: u32,
+    /// Failures measured (windows judged bad, probes that failed, late or not, or never completed): a
+    /// timed-out probe's late success closes the breaker only if none was measured since it was
+    /// reserved.
+    failures: AtomicU64,
     pub(crate) rule: Arc<DegradeRule>,
     pub(crate) resource: Arc<str>,
     observers: Arc<Observers>,
@@ -260,6 +241,7 @@ impl Breaker {
             recovery_ms: rule.recovery_ms(),
             probe_timeout_ms,
             min_request: rule.min_request_amount,
+            failures: AtomicU64::new(0),
             rule,
             resource,
             observers,
@@ -317,13 +299,13 @@ impl Breaker {
                         phase: Phase::Reserved,
                         generation: w.generation.wrapping_add(1),
                         time: now.saturating_add(self.probe_timeout_ms),
-                        ..w
                     };
                     if self.cas(raw, reserved) {
                         return Admission::Probe(ProbeToken {
                             breaker: self.clone(),
                             reserved: reserved.pack(),
                             retry_before: w.time,
+                            failures: self.failures.load(Ordering::Acquire),
                         });
                     }
                 }
@@ -333,10 +315,7 @@ impl Breaker {
                     }
                     // The probe outlived its deadline without completing.
                     if w.phase == Phase::HalfOpen {
-                        let open = Word {
-                            timed_out: true,
-                            ..w.with(Phase::Open, now.saturating_add(self.recovery_ms))
-                        };
+                        let open = w.with(Phase::Open, now.saturating_add(self.recovery_ms));
                         if self.cas(raw, open) {
                             self.notify(BreakerState::HalfOpen, BreakerState::Open, Some(1.0), now);
                             return Admission::Block;
@@ -379,8 +358,9 @@ impl Breaker {
             Test::ErrorCount(t) => t.exceeded(bad),
         };
         if let Some(value) = tripped {
-            let open = w.failed(now.saturating_add(self.recovery_ms));
+            let open = w.with(Phase::Open, now.saturating_add(self.recovery_ms));
             if self.cas(raw, open) {
+                self.failures.fetch_add(1, Ordering::AcqRel);
                 self.notify(BreakerState::Closed, BreakerState::Open, Some(value), now);
             }
         }
@@ -422,6 +402,8 @@ pub(crate) struct ProbeToken {
     reserved: u64,
     /// retryAt before the reservation (restored on release).
     retry_before: u64,
+    /// The breaker's failures measured when the probe was reserved.
+    failures: u64,
 }
 
 impl ProbeToken {
@@ -448,24 +430,14 @@ impl ProbeToken {
         b.bucket.add(now, bad);
         let half = self.half_open();
         if bad {
-            let open = half.failed(now.saturating_add(b.recovery_ms));
+            // A failure measured, even late (a timed-out probe's): no older probe's late success may
+            // close the breaker now. Counted apart from the word, which a newer probe's token must
+            // find as it left it (a late failure that changed it lost that probe's success: found in
+            // review).
+            b.failures.fetch_add(1, Ordering::AcqRel);
+            let open = half.with(Phase::Open, now.saturating_add(b.recovery_ms));
             if b.cas(half.pack(), open) {
                 b.notify(BreakerState::HalfOpen, BreakerState::Open, Some(1.0), now);
-            } else {
-                // A timed-out probe that failed after all: a failure measured, so no late success
-                // of an older probe may close the breaker now. Only while it is OPEN: a newer probe's
-                // word must stay as its token knows it (changed, that probe's success was lost and
-                // the breaker stayed HALF_OPEN: found in review); that probe decides instead.
-                let (raw, w) = b.load();
-                if w.timed_out && w.phase == Phase::Open {
-                    b.cas(
-                        raw,
-                        Word {
-                            timed_out: false,
-                            ..w
-                        },
-                    );
-                }
             }
         } else if b.cas(half.pack(), half.closed()) {
             b.bucket.reset();
@@ -476,7 +448,10 @@ impl ProbeToken {
             // flight (that probe's completion then finds the breaker closed): calls slower than the
             // timeout would otherwise reopen the breaker probe after probe, for good.
             let (raw, w) = b.load();
-            if w.phase != Phase::Closed && w.timed_out && b.cas(raw, w.closed()) {
+            if w.phase != Phase::Closed
+                && b.failures.load(Ordering::Acquire) == self.failures
+                && b.cas(raw, w.closed())
+            {
                 b.bucket.reset();
                 b.notify(w.reported(), BreakerState::Closed, None, now);
             }
@@ -495,7 +470,8 @@ impl Drop for ProbeToken {
         } else if current == self.half_open().pack() {
             // Admitted but never completed (no exit reached the breaker): a failed probe.
             let started = reserved.time.saturating_sub(b.probe_timeout_ms);
-            if b.cas(current, reserved.failed(reserved.time)) {
+            if b.cas(current, reserved.with(Phase::Open, reserved.time)) {
+                b.failures.fetch_add(1, Ordering::AcqRel);
                 b.notify(
                     BreakerState::HalfOpen,
                     BreakerState::Open,
@@ -534,13 +510,11 @@ mod tests {
             Word::CLOSED,
             Word {
                 phase: Phase::HalfOpen,
-                timed_out: true,
                 generation: GEN_MASK,
                 time: TIME_MAX,
             },
             Word {
                 phase: Phase::Reserved,
-                timed_out: false,
                 generation: 5,
                 time: 1_700_000_000_000,
             },
@@ -549,7 +523,6 @@ mod tests {
         }
         let huge = Word {
             phase: Phase::Open,
-            timed_out: true,
             generation: 1,
             time: u64::MAX,
         };
