@@ -467,9 +467,11 @@ impl ValueCache {
         if pinned {
             meta |= PINNED;
         }
-        // An exception item keeps its own threshold even when it equals the rule's: the rule's may
-        // change under it (see `set_threshold`).
-        if pinned || threshold != self.threshold() {
+        // Exception items have thresholds of their own (kept even when one equals the rule's, which
+        // may change under it: see `set_threshold`); any other value follows the cache's. (Compared
+        // with it, a value a call under the replaced rule added kept that rule's count for good: found
+        // in review.)
+        if pinned {
             meta |= OWN_THRESHOLD;
         }
         let slot = Slot {

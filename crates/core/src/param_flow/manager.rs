@@ -507,6 +507,27 @@ impl ParamFlowRules {
 mod tests {
     use super::*;
 
+    /// A call that read the rules just before a THREAD rule with another count took its cache over
+    /// adds a value under the old rule: the value follows the cache's threshold, not the old count
+    /// (it kept the old count for good: found in review).
+    #[test]
+    fn a_value_added_under_the_replaced_rule_follows_the_new_count() {
+        let fg = crate::Floodgate::builder().build();
+        let rule = |count: f64| ParamFlowRule::new("R", 0, count).grade(FlowGrade::Thread);
+        fg.load_param_flow_rules([rule(2.0)]).unwrap();
+        drop(fg.entry("R").enter());
+        let resource = fg.inner.resource("R").unwrap();
+        let old = fg.inner.param_flow.snapshot();
+        let old_state = Arc::clone(&old.rules_of(resource).unwrap()[0]);
+        fg.load_param_flow_rules([rule(5.0)]).unwrap();
+        let v = ParamValue::from("v");
+        assert_eq!(old_state.acquire(resource.id, &v, 0, 1), Verdict::Pass(0));
+        old_state.release(resource.id, &v);
+        drop(old);
+        let held: Vec<_> = (0..6).map(|_| fg.entry("R").args(["v"]).enter()).collect();
+        assert_eq!(held.iter().filter(|r| r.is_ok()).count(), 5);
+    }
+
     #[test]
     fn default_capacity_follows_sentinel() {
         assert_eq!(default_capacity(1), 4000);
