@@ -11,7 +11,7 @@
 //! [`Entry::child`](crate::Entry::child) nests an entry under another one, wherever they run.
 
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -66,20 +66,34 @@ struct ThreadState {
     remote_seen: Cell<u32>,
 }
 
-/// Entries that exited on another thread than the one they were current on, by that thread (its
-/// stripe number, unique per thread): (id, the entry it had replaced), for the thread to take the next
-/// time it places an entry. Without them, such an entry stayed current on its thread for good: later
-/// entries there nested under it, in its context, with its origin (found in review). Sentinel's entry
-/// exits through the context object its thread holds.
-static REMOTE_EXITS: Mutex<BTreeMap<u32, Vec<(u32, EntryFrame)>>> = Mutex::new(BTreeMap::new());
+/// Entries that exited on another thread than the one they were current on, for that thread to take
+/// the next time it places an entry. Without them, such an entry stayed current on its thread for good:
+/// later entries there nested under it, in its context, with its origin (found in review). Sentinel's
+/// entry exits through the context object its thread holds.
+#[derive(Debug)]
+struct RemoteExits {
+    /// By thread (its stripe number, unique per thread): (sequence number, id, the entry it had
+    /// replaced), oldest first.
+    by_thread: BTreeMap<u32, VecDeque<(u64, u32, EntryFrame)>>,
+    /// The thread of each record, by sequence number: the oldest record goes first when there are too
+    /// many (those of threads that ended, which never take theirs; dropping the oldest thread's
+    /// instead dropped a live thread's: found in review).
+    by_age: BTreeMap<u64, u32>,
+    next: u64,
+}
+
+static REMOTE_EXITS: Mutex<RemoteExits> = Mutex::new(RemoteExits {
+    by_thread: BTreeMap::new(),
+    by_age: BTreeMap::new(),
+    next: 0,
+});
 /// Bumped for each remote exit, in the counter of its thread's stripe modulo [`REMOTE_SLOTS`]: a
 /// thread compares its own with what it last saw (one relaxed load per placed entry), so it takes the
 /// lock only when an exit may be its own.
 static REMOTE_EXIT_COUNTS: [AtomicU32; REMOTE_SLOTS] = [const { AtomicU32::new(0) }; REMOTE_SLOTS];
 const REMOTE_SLOTS: usize = 64;
-/// The most threads with remote exits kept (past it, the oldest thread's are dropped: threads that
-/// ended never take theirs), and the most remote exits kept per thread.
-const MAX_REMOTE_THREADS: usize = 1024;
+/// The most remote exits kept (past it, the oldest are dropped).
+const MAX_REMOTE_EXITS: usize = 4096;
 
 /// The counter of remote exits for the thread of stripe `stripe`.
 fn remote_exit_count(stripe: usize) -> &'static AtomicU32 {
@@ -262,15 +276,28 @@ fn pop_on(s: &ThreadState, id: u32, previous: EntryFrame) {
 #[cold]
 pub(crate) fn pop_remote(thread: u32, id: u32, previous: EntryFrame) {
     let mut remote = REMOTE_EXITS.lock().unwrap_or_else(|e| e.into_inner());
-    if !remote.contains_key(&thread) && remote.len() >= MAX_REMOTE_THREADS {
-        // Stripe numbers grow with each new thread: the smallest is the oldest thread's.
-        remote.pop_first();
+    let RemoteExits {
+        by_thread,
+        by_age,
+        next,
+    } = &mut *remote;
+    let seq = *next;
+    *next += 1;
+    by_thread
+        .entry(thread)
+        .or_default()
+        .push_back((seq, id, previous));
+    by_age.insert(seq, thread);
+    if by_age.len() > MAX_REMOTE_EXITS {
+        if let Some((_, oldest)) = by_age.pop_first() {
+            if let Some(exits) = by_thread.get_mut(&oldest) {
+                exits.pop_front();
+                if exits.is_empty() {
+                    by_thread.remove(&oldest);
+                }
+            }
+        }
     }
-    let exits = remote.entry(thread).or_default();
-    if exits.len() >= MAX_EXITED {
-        exits.remove(0);
-    }
-    exits.push((id, previous));
     remote_exit_count(thread as usize).fetch_add(1, Ordering::Release);
 }
 
@@ -284,13 +311,19 @@ fn take_remote_exits(stripe: usize) -> EntryFrame {
         s.remote_seen
             .set(remote_exit_count(stripe).load(Ordering::Acquire));
     });
-    let mine = REMOTE_EXITS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(&(stripe as u32))
-        .unwrap_or_default();
+    let mine = {
+        let mut remote = REMOTE_EXITS.lock().unwrap_or_else(|e| e.into_inner());
+        let mine = remote
+            .by_thread
+            .remove(&(stripe as u32))
+            .unwrap_or_default();
+        for (seq, _, _) in &mine {
+            remote.by_age.remove(seq);
+        }
+        mine
+    };
     STATE.with(|s| {
-        for (id, previous) in mine {
+        for (_, id, previous) in mine {
             pop_on(s, id, previous);
         }
         s.current.get()

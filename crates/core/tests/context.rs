@@ -327,3 +327,23 @@ fn in_default_context_ignores_the_threads_current_entry_and_context() {
     assert_eq!(roots, ["root"]);
     assert_eq!(&*default.children[0].children[0].stats.name, "nested");
 }
+
+/// A thread's entry that exited elsewhere stays recorded for it while many threads that ended come and
+/// go with remote exits of their own (the oldest thread's records were dropped first: the live main
+/// thread's, found in review).
+#[test]
+fn a_live_threads_remote_exit_outlives_those_of_threads_that_ended() {
+    let fg: &'static Floodgate = Box::leak(Box::new(engine()));
+    let e = fg.context("c").entry("W").enter().unwrap();
+    std::thread::spawn(move || drop(e)).join().unwrap();
+    for _ in 0..1100 {
+        let e = std::thread::spawn(move || fg.entry("S").enter().unwrap())
+            .join()
+            .unwrap();
+        drop(e);
+    }
+    assert_eq!(
+        fg.entry("N").enter().unwrap().context_name(),
+        DEFAULT_CONTEXT_NAME
+    );
+}
