@@ -108,6 +108,16 @@ fn next_up(x: f64) -> f64 {
     }
 }
 
+/// The greatest `f64` less than `x`, for positive finite `x` (else `x`).
+#[inline]
+fn next_down(x: f64) -> f64 {
+    if x.is_finite() && x > 0.0 {
+        f64::from_bits(x.to_bits() - 1)
+    } else {
+        x
+    }
+}
+
 /// The warm-up controller: Sentinel's token bucket that admits fewer requests per second while cold.
 #[derive(Debug)]
 pub(crate) struct WarmUpController {
@@ -194,7 +204,8 @@ impl WarmUpController {
     ) -> bool {
         let allowed = self.current_allowed_qps(now_ms, previous_pass_qps);
         trunc_u64(pass_qps).saturating_add(u64::from(acquire)) as f64 <= allowed
-            || (pass_qps <= 0.0 && f64::from(acquire) <= allowed.ceil().min(self.count))
+            // `allowed` is one ulp above a whole rate (`next_up`): rounded up, 10 stays 10.
+            || (pass_qps <= 0.0 && f64::from(acquire) <= next_down(allowed).ceil().min(self.count))
     }
 
     /// Brings the bucket up to `now_ms` (at most once per second) and returns the QPS it allows now.
@@ -508,6 +519,11 @@ pub(crate) mod tests {
         assert!(c.can_pass(T0, 0.0, 0.0, 7));
         assert!(!c.can_pass(T0, 0.0, 0.0, 8));
         assert!(!c.can_pass(T0, 0.0, 0.0, 20));
+        // A whole cold rate (30 / 3 = 10, one ulp above it after `next_up`) stays 10 (found in
+        // review: 11 passed).
+        let whole = WarmUpController::new(30.0, 10, 3.0);
+        assert!(whole.can_pass(T0, 0.0, 0.0, 10));
+        assert!(!whole.can_pass(T0, 0.0, 0.0, 11));
         assert!(c.can_pass(T0, 6.9, 0.0, 0));
         assert!(!c.can_pass(T0, 7.0, 0.0, 0));
     }
