@@ -1,8 +1,6 @@
 //! What a blocked request gets.
 
-use floodgate_core::{
-    BlockError, BlockKind, ControlBehavior, DegradeRule, FlowGrade, ParamFlowRule,
-};
+use floodgate_core::{BlockError, BlockKind, DegradeRule, FlowGrade, ParamFlowRule};
 use http::{HeaderValue, Response, StatusCode, header};
 
 /// Turns a block into a response.
@@ -40,10 +38,9 @@ impl DefaultBlockResponse {
         match block.kind() {
             BlockKind::Flow => Some(1),
             BlockKind::ParamFlow => Some(match block.rule_as::<ParamFlowRule>() {
-                Some(rule)
-                    if rule.grade == FlowGrade::Qps
-                        && rule.control_behavior == ControlBehavior::Reject =>
-                {
+                // A token bucket (any QPS behaviour but pacing: Sentinel's parameter checker takes 1
+                // and 3 for the default; they got 1: found in review).
+                Some(rule) if rule.grade == FlowGrade::Qps && !rule.paces() => {
                     rule.duration_in_sec.max(1)
                 }
                 _ => 1,

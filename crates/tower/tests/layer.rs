@@ -156,6 +156,16 @@ fn retry_after_follows_the_blocking_rule() {
         Some(1),
         "pacing frees a slot sooner"
     );
+    for behavior in [ControlBehavior::WarmUp, ControlBehavior::WarmUpRateLimiter] {
+        assert_eq!(
+            block(
+                BlockKind::ParamFlow,
+                Some(Arc::new(minute_bucket.clone().control_behavior(behavior)))
+            ),
+            Some(60),
+            "{behavior:?} is the token bucket for a parameter rule"
+        );
+    }
     assert_eq!(
         block(
             BlockKind::ParamFlow,

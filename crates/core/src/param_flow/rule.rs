@@ -280,8 +280,9 @@ impl ParamFlowRule {
         self
     }
 
-    /// Whether the rule paces its values (a QPS rate limiter) rather than counting them.
-    pub(crate) fn paces(&self) -> bool {
+    /// Whether the rule paces its values (a QPS rule with `controlBehavior` 2) rather than counting
+    /// them (a token bucket per value for other QPS rules, calls in flight for THREAD rules).
+    pub fn paces(&self) -> bool {
         self.grade == FlowGrade::Qps && self.control_behavior == ControlBehavior::RateLimiter
     }
 
