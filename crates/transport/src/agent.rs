@@ -210,7 +210,7 @@ impl AgentBuilder {
     }
 
     /// The dashboard's path heartbeats are posted to (default `/registry/machine`, Sentinel's); a URL
-    /// path starting with `/`, or [`start`](Self::start) refuses it.
+    /// path (a `/` is put in front if it has none), or [`start`](Self::start) refuses it.
     pub fn heartbeat_path(mut self, path: impl Into<String>) -> Self {
         self.config.heartbeat_path = path.into();
         self
@@ -300,12 +300,12 @@ impl AgentBuilder {
                 reason: "must be at least 8 characters, without surrounding spaces",
             });
         }
-        if !crate::config::is_heartbeat_path(&c.heartbeat_path) {
+        let Some(heartbeat_path) = crate::config::heartbeat_path(&c.heartbeat_path) else {
             return Err(AgentError::Invalid {
                 field: "heartbeat_path",
-                reason: "must be a URL path starting with `/`",
+                reason: "must be a URL path",
             });
-        }
+        };
         if c.heartbeat_interval.is_zero() || c.heartbeat_interval > MAX_HEARTBEAT_INTERVAL {
             return Err(AgentError::Invalid {
                 field: "heartbeat_interval",
@@ -412,7 +412,7 @@ impl AgentBuilder {
             reported_ip,
             bind: c.bind_addr,
             port: addr.port(),
-            path: c.heartbeat_path.clone(),
+            path: heartbeat_path,
             token: c.token.clone(),
             dashboards: c.dashboards.clone(),
             interval: c.heartbeat_interval,

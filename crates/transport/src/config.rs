@@ -163,9 +163,22 @@ fn sentinel_blank_is_unset((name, value): &(String, String)) -> bool {
     name.starts_with("FLOODGATE_") || !value.trim().is_empty()
 }
 
-/// Whether `path` can be a heartbeat's URL path: `/` then what a URI's path (and query) may hold.
-pub(crate) fn is_heartbeat_path(path: &str) -> bool {
-    path.starts_with('/') && path.parse::<hyper::http::uri::PathAndQuery>().is_ok()
+/// `path` as a heartbeat's URL path: trimmed, with a `/` put in front if it has none (as Sentinel's
+/// `TransportConfig` does; refused, a Sentinel setup that wrote `registry/machine` did not start:
+/// found in review); `None` if it is blank or not what a URI's path (and query) may hold.
+pub(crate) fn heartbeat_path(path: &str) -> Option<String> {
+    let path = path.trim();
+    if path.is_empty() {
+        return None;
+    }
+    let path = if path.starts_with('/') {
+        path.to_owned()
+    } else {
+        format!("/{path}")
+    };
+    path.parse::<hyper::http::uri::PathAndQuery>()
+        .is_ok()
+        .then_some(path)
 }
 
 fn non_empty(name: String, value: String) -> Result<String, ConfigError> {
@@ -269,15 +282,14 @@ impl AgentConfig {
                 "csp.sentinel.heartbeat.api.path",
             ],
         ) {
-            let path = v.trim();
-            if !is_heartbeat_path(path) {
+            let Some(path) = heartbeat_path(&v) else {
                 return Err(ConfigError::Invalid {
                     name: n,
                     value: v,
-                    reason: "expected a URL path starting with `/`",
+                    reason: "expected a URL path",
                 });
-            }
-            c.heartbeat_path = path.to_owned();
+            };
+            c.heartbeat_path = path;
         }
         if let Some((n, v)) = lookup(get, &["FLOODGATE_PROMETHEUS_PORT"]) {
             c.prometheus_port = Some(parse(n, v, "expected a port number")?);
@@ -427,12 +439,18 @@ mod tests {
         )]))
         .unwrap();
         assert_eq!(c.heartbeat_path, "/api/registry");
+        let c = AgentConfig::from_vars(vars(&[(
+            "csp.sentinel.heartbeat.api.path",
+            "registry/machine",
+        )]))
+        .unwrap();
+        assert_eq!(c.heartbeat_path, "/registry/machine", "a `/` in front");
         assert_eq!(
             AgentConfig::default().heartbeat_path,
             "/registry/machine",
             "Sentinel's default"
         );
-        for bad in ["registry", "/a b", "/\u{7f}"] {
+        for bad in [" ", "/a b", "/\u{7f}"] {
             let err =
                 AgentConfig::from_vars(vars(&[("FLOODGATE_HEARTBEAT_PATH", bad)])).unwrap_err();
             assert!(
