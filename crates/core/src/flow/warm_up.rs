@@ -108,13 +108,16 @@ fn next_up(x: f64) -> f64 {
     }
 }
 
-/// The greatest `f64` less than `x`, for positive finite `x` (else `x`).
+/// `x` rounded up to a whole number, where `x` within a relative 1e-9 of a whole number is that number:
+/// the allowed QPS of a whole cold rate comes out a few ulps above it (`9.000000000000004` for 27 QPS
+/// at a cold factor of 3, and `next_up` adds one more), and plain `ceil` made it 10 (found in review).
 #[inline]
-fn next_down(x: f64) -> f64 {
-    if x.is_finite() && x > 0.0 {
-        f64::from_bits(x.to_bits() - 1)
+fn whole_ceil(x: f64) -> f64 {
+    let nearest = x.round();
+    if (x - nearest).abs() <= x.abs() * 1e-9 {
+        nearest
     } else {
-        x
+        x.ceil()
     }
 }
 
@@ -204,8 +207,7 @@ impl WarmUpController {
     ) -> bool {
         let allowed = self.current_allowed_qps(now_ms, previous_pass_qps);
         trunc_u64(pass_qps).saturating_add(u64::from(acquire)) as f64 <= allowed
-            // `allowed` is one ulp above a whole rate (`next_up`): rounded up, 10 stays 10.
-            || (pass_qps <= 0.0 && f64::from(acquire) <= next_down(allowed).ceil().min(self.count))
+            || (pass_qps <= 0.0 && f64::from(acquire) <= whole_ceil(allowed).min(self.count))
     }
 
     /// Brings the bucket up to `now_ms` (at most once per second) and returns the QPS it allows now.
@@ -524,6 +526,30 @@ pub(crate) mod tests {
         let whole = WarmUpController::new(30.0, 10, 3.0);
         assert!(whole.can_pass(T0, 0.0, 0.0, 10));
         assert!(!whole.can_pass(T0, 0.0, 0.0, 11));
+        // Several ulps above (9.000000000000004 for 27 QPS): still 9.
+        let whole = WarmUpController::new(27.0, 10, 3.0);
+        assert!(whole.can_pass(T0, 0.0, 0.0, 9));
+        assert!(!whole.can_pass(T0, 0.0, 0.0, 10));
+        // Every whole cold rate of counts up to 600, periods 1 to 20 s, cold factors 2 to 5.
+        for count in 1..=600u32 {
+            for period in [1, 5, 10, 20] {
+                for factor in [2u32, 3, 4, 5] {
+                    if count % factor != 0 || count < factor {
+                        continue;
+                    }
+                    let c = WarmUpController::new(f64::from(count), period, f64::from(factor));
+                    let cold = count / factor;
+                    if c.last_allowed_qps() < f64::from(cold) {
+                        continue; // no warm-up zone, or the rate lies below it
+                    }
+                    assert!(
+                        !c.can_pass(T0, 0.0, 0.0, cold + 1),
+                        "count {count}, period {period}, factor {factor}: {}",
+                        c.last_allowed_qps()
+                    );
+                }
+            }
+        }
         assert!(c.can_pass(T0, 6.9, 0.0, 0));
         assert!(!c.can_pass(T0, 7.0, 0.0, 0));
     }
