@@ -513,6 +513,15 @@ impl ValueCache {
             return f(&mut shard.cell(pos, self.threshold()), false);
         }
         let new = new();
+        // A value other than an exception item follows the cache's threshold once added (see `add`).
+        let new = NewValue {
+            threshold: if new.pinned {
+                new.threshold
+            } else {
+                self.threshold()
+            },
+            ..new
+        };
         let room = shard.keys.len() < KEY as usize
             && (new.pinned || self.len.load(Ordering::Relaxed) < self.capacity);
         if room || shard.has_settled(self.threshold(), &settled) {
