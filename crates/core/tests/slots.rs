@@ -399,3 +399,46 @@ fn a_slot_skipped_at_entry_is_skipped_at_exit_whatever_the_entry_carries() {
     }
     assert_eq!(in_flight.0.load(std::sync::atomic::Ordering::SeqCst), 0);
 }
+
+/// Panics in its entry hook, once.
+#[derive(Debug, Default)]
+struct PanicsOnceOnEntry(std::sync::atomic::AtomicBool);
+impl Slot for PanicsOnceOnEntry {
+    fn entry(&self, _cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
+        if !self.0.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            panic!("entry hook failed");
+        }
+        Ok(())
+    }
+    fn hooks(&self) -> Hooks {
+        Hooks {
+            entry: true,
+            pass: false,
+            block: false,
+            exit: false,
+        }
+    }
+}
+
+/// An entry hook that panics after the hot-parameter slot counted the call's value in flight: the
+/// count is released before the panic goes on (it leaked, and the value stayed at its limit).
+#[test]
+fn a_panicking_entry_hook_releases_hot_parameter_counts() {
+    use floodgate_core::{FlowGrade, ParamFlowRule};
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(T0))
+        .slot(
+            "panics_once_on_entry",
+            -2500,
+            Arc::new(PanicsOnceOnEntry::default()),
+        )
+        .build();
+    fg.load_param_flow_rules([ParamFlowRule::new("R", 0, 1.0).grade(FlowGrade::Thread)])
+        .unwrap();
+    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        drop(fg.entry("R").args(["v"]).enter())
+    }));
+    assert!(failed.is_err());
+    let entry = fg.entry("R").args(["v"]).enter();
+    assert!(entry.is_ok(), "nothing of v in flight: {:?}", entry.err());
+}

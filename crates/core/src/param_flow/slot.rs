@@ -158,7 +158,12 @@ fn release(rules: &Rules, scope: u32, args: &[ParamValue<'_>], generation: u64) 
 }
 
 /// Releases what [`ParamFlowSlot::entry`] counted for `resource` under `generation` (0: nothing).
-fn release_counted(engine: &Inner, resource: &Resource, args: &[ParamValue<'_>], generation: u64) {
+pub(crate) fn release_counted(
+    engine: &Inner,
+    resource: &Resource,
+    args: &[ParamValue<'_>],
+    generation: u64,
+) {
     if generation == 0 {
         return;
     }

@@ -127,12 +127,31 @@ impl SlotChain {
     #[inline(never)]
     fn entry_dynamic(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
         let engine = cx.engine;
-        for s in self.entries.iter() {
-            if s.active(engine) {
-                if let Err(block) = s.slot.entry(cx) {
-                    self.unwind(cx, s.position, &block);
-                    return Err(block);
+        // A custom entry hook may panic after the hot-parameter slot counted the call's values in
+        // flight (THREAD rules): they are released before the panic goes on (they leaked). A breaker's
+        // probe reservation, attached, is released when the context drops.
+        let checked = panic::catch_unwind(AssertUnwindSafe(|| {
+            for s in self.entries.iter() {
+                if s.active(engine) {
+                    if let Err(block) = s.slot.entry(cx) {
+                        self.unwind(cx, s.position, &block);
+                        return Err(block);
+                    }
                 }
+            }
+            Ok(())
+        }));
+        match checked {
+            Ok(Err(block)) => return Err(block),
+            Ok(Ok(())) => {}
+            Err(payload) => {
+                crate::param_flow::release_counted(
+                    cx.engine,
+                    cx.resource,
+                    cx.args,
+                    cx.param_generation,
+                );
+                panic::resume_unwind(payload);
             }
         }
         // Custom pass hooks may panic after the statistic slot counted the call in flight: the exit
