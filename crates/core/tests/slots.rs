@@ -442,3 +442,75 @@ fn a_panicking_entry_hook_releases_hot_parameter_counts() {
     let entry = fg.entry("R").args(["v"]).enter();
     assert!(entry.is_ok(), "nothing of v in flight: {:?}", entry.err());
 }
+
+/// Blocks while armed.
+#[derive(Debug, Default)]
+struct BlocksWhenArmed(std::sync::atomic::AtomicBool);
+impl Slot for BlocksWhenArmed {
+    fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
+        if self.0.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(cx.block(BlockKind::Custom));
+        }
+        Ok(())
+    }
+    fn hooks(&self) -> Hooks {
+        Hooks {
+            entry: true,
+            pass: false,
+            block: false,
+            exit: false,
+        }
+    }
+}
+
+/// Panics in its block hook, once.
+#[derive(Debug, Default)]
+struct PanicsOnceOnBlock(std::sync::atomic::AtomicBool);
+impl Slot for PanicsOnceOnBlock {
+    fn on_block(&self, _cx: &mut SlotContext<'_>, _block: &BlockError) {
+        if !self.0.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            panic!("block hook failed");
+        }
+    }
+    fn hooks(&self) -> Hooks {
+        Hooks {
+            entry: false,
+            pass: false,
+            block: true,
+            exit: false,
+        }
+    }
+}
+
+/// A block hook that panics after the hot-parameter slot's released a blocked call's counts: they are
+/// not released a second time (another call's count went, and the limit was passed: found in review).
+#[test]
+fn a_panicking_block_hook_releases_hot_parameter_counts_once() {
+    use floodgate_core::{FlowGrade, ParamFlowRule};
+    let blocker = Arc::new(BlocksWhenArmed::default());
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(T0))
+        .slot(
+            "panics_once_on_block",
+            -3500,
+            Arc::new(PanicsOnceOnBlock::default()),
+        )
+        .slot("blocks_when_armed", -2500, blocker.clone())
+        .build();
+    fg.load_param_flow_rules([ParamFlowRule::new("R", 0, 2.0).grade(FlowGrade::Thread)])
+        .unwrap();
+    let a = fg.entry("R").args(["v"]).enter().expect("1 of 2 in flight");
+    blocker.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        drop(fg.entry("R").args(["v"]).enter())
+    }));
+    assert!(failed.is_err());
+    blocker.0.store(false, std::sync::atomic::Ordering::SeqCst);
+    let b = fg.entry("R").args(["v"]).enter();
+    assert!(b.is_ok());
+    assert!(
+        fg.entry("R").args(["v"]).enter().is_err(),
+        "2 of 2 in flight"
+    );
+    drop((a, b));
+}

@@ -223,6 +223,8 @@ impl Slot for ParamFlowSlot {
 
     fn on_block(&self, cx: &mut SlotContext<'_>, _block: &BlockError) {
         release_counted(cx.engine, cx.resource, cx.args, cx.param_generation);
+        // Released: nothing is counted any more.
+        cx.param_generation = 0;
     }
 
     #[inline]

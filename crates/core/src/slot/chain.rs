@@ -130,19 +130,21 @@ impl SlotChain {
         // A custom entry hook may panic after the hot-parameter slot counted the call's values in
         // flight (THREAD rules): they are released before the panic goes on (they leaked). A breaker's
         // probe reservation, attached, is released when the context drops.
+        // Only the entry hooks: the block hooks run outside (the parameter slot's releases what it
+        // counted; released again here after a block hook that panicked, another call's count went).
         let checked = panic::catch_unwind(AssertUnwindSafe(|| {
             for s in self.entries.iter() {
                 if s.active(engine) {
-                    if let Err(block) = s.slot.entry(cx) {
-                        self.unwind(cx, s.position, &block);
-                        return Err(block);
-                    }
+                    s.slot.entry(cx).map_err(|block| (s.position, block))?;
                 }
             }
             Ok(())
         }));
         match checked {
-            Ok(Err(block)) => return Err(block),
+            Ok(Err((position, block))) => {
+                self.unwind(cx, position, &block);
+                return Err(block);
+            }
             Ok(Ok(())) => {}
             Err(payload) => {
                 crate::param_flow::release_counted(
