@@ -108,13 +108,14 @@ fn next_up(x: f64) -> f64 {
     }
 }
 
-/// `x` rounded up to a whole number, where `x` within a relative 1e-9 of a whole number is that number:
-/// the allowed QPS of a whole cold rate comes out a few ulps above it (`9.000000000000004` for 27 QPS
-/// at a cold factor of 3, and `next_up` adds one more), and plain `ceil` made it 10 (found in review).
+/// `x` rounded up to a whole number, where `x` within a few ulps of a whole number is that number: the
+/// allowed QPS of a whole cold rate comes out a few ulps above it (`9.000000000000004` for 27 QPS at a
+/// cold factor of 3, and `next_up` adds one more), and plain `ceil` made it 10 (found in review). (A
+/// relative 1e-9 rounded genuine fractions of large rates down: 99998.00004 became 99998.)
 #[inline]
 fn whole_ceil(x: f64) -> f64 {
     let nearest = x.round();
-    if (x - nearest).abs() <= x.abs() * 1e-9 {
+    if (x - nearest).abs() <= x.abs() * 16.0 * f64::EPSILON {
         nearest
     } else {
         x.ceil()
@@ -289,7 +290,7 @@ impl WarmUpController {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use super::{WarmUpController, next_up};
+    use super::{WarmUpController, next_up, whole_ceil};
 
     /// An epoch-like start instant in milliseconds, on a whole second.
     pub(crate) const T0: u64 = 1_700_000_000_000;
@@ -530,6 +531,10 @@ pub(crate) mod tests {
         let whole = WarmUpController::new(27.0, 10, 3.0);
         assert!(whole.can_pass(T0, 0.0, 0.0, 9));
         assert!(!whole.can_pass(T0, 0.0, 0.0, 10));
+        // A genuine fraction of a large rate is not rounded down (a relative 1e-9 made 99998.00004
+        // 99998, refusing 99999 permits).
+        assert_eq!(whole_ceil(99_998.000_04), 99_999.0);
+        assert_eq!(whole_ceil(next_up(9.000_000_000_000_004)), 9.0);
         // Every whole cold rate of counts up to 600, periods 1 to 20 s, cold factors 2 to 5.
         for count in 1..=600u32 {
             for period in [1, 5, 10, 20] {
