@@ -1,0 +1,52 @@
+//! The store: every SQL statement of the dashboard, on one SQLite file in WAL mode. Nothing outside
+//! this module knows the schema, so another store (Postgres, for several dashboards) can follow.
+
+mod apps;
+mod history;
+mod metrics;
+mod pushes;
+mod rules;
+mod sessions;
+mod tokens;
+mod users;
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::SqlitePool;
+
+pub use apps::{App, HeartbeatRecord, Machine};
+
+/// The dashboard's database.
+#[derive(Debug, Clone)]
+pub struct Db {
+    pool: SqlitePool,
+}
+
+impl Db {
+    /// Opens (creating when missing) the database at `url` and applies the migrations.
+    pub async fn open(url: &str) -> Result<Db, sqlx::Error> {
+        let options = SqliteConnectOptions::from_str(url)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(10))
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await?;
+        sqlx::migrate!("../migrations").run(&pool).await?;
+        Ok(Db { pool })
+    }
+
+    /// Closes every connection (after the writes in flight).
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    pub(crate) fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+}

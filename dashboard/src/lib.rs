@@ -1,0 +1,183 @@
+//! The Floodgate dashboard: apps register with it by heartbeat, it fetches every machine's per-second
+//! metrics into SQLite, and it keeps each app's rules — validated by floodgate-core, committed, then
+//! pushed to every healthy machine of the app, which converge to what is stored.
+//!
+//! It manages Floodgate agents and unmodified Java Sentinel 1.8 clients alike (see [`agent_client`]).
+//!
+//! ```text
+//!  heartbeats ──► routes::registry ──► db (apps, machines) ──► push (reconcile: import, re-push on drift)
+//!  fetch (every healthy machine, each second) ──► ingest (one writer, batched) ──► db (metric rows)
+//!  routes (JSON API, behind a session or an API token) ──► rules (validate → commit → push) ──► db
+//! ```
+//!
+//! [`app`] builds the router from an [`AppState`]; [`Dashboard::start`] opens the database and starts
+//! the background tasks; the `floodgate-dashboard` binary is a thin `main` around both.
+
+pub mod agent_client;
+pub mod auth;
+pub mod config;
+pub mod db;
+pub mod error;
+pub mod events;
+pub mod fetch;
+pub mod ingest;
+pub mod push;
+pub mod registry;
+mod routes;
+pub mod rules;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use floodgate_core::{Clock, SystemClock};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+pub use config::Config;
+pub use error::{AppError, AppResult, FieldError};
+pub use routes::app;
+
+use agent_client::AgentClient;
+use db::Db;
+use events::Events;
+use ingest::Ingest;
+use push::Pusher;
+use registry::Gate;
+use rules::RuleValidator;
+
+/// What every handler and task shares; cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    /// The database.
+    pub db: Db,
+    /// The settings.
+    pub config: Arc<Config>,
+    /// The time (a [`floodgate_core::ManualClock`] in tests).
+    pub clock: Arc<dyn Clock>,
+    /// Who may register.
+    pub gate: Arc<Gate>,
+    /// The command-API client.
+    pub agents: AgentClient,
+    /// What just happened.
+    pub events: Events,
+    /// Pushes rules to machines.
+    pub pusher: Pusher,
+    /// Validates rules as the engine does.
+    pub validator: Arc<RuleValidator>,
+    /// Takes fetched metric lines to the writer.
+    pub ingest: Ingest,
+    /// Sign-in state kept in memory (login throttling).
+    pub auth: Arc<auth::AuthState>,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AppState {
+    /// The time now, in ms since the epoch.
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms() as i64
+    }
+
+    /// The oldest heartbeat a healthy machine may have now.
+    pub fn healthy_since(&self) -> i64 {
+        self.now_ms() - self.config.unhealthy_after_ms()
+    }
+}
+
+/// A running dashboard: its state and its background tasks (fetcher, writer, pusher, pruner).
+#[derive(Debug)]
+pub struct Dashboard {
+    state: AppState,
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+    /// The first admin's generated password, when this start created it.
+    generated_password: Option<String>,
+}
+
+impl Dashboard {
+    /// Opens the database (creating it and its folder when missing), applies the migrations, creates
+    /// the first admin when there is no user, and starts the background tasks.
+    pub async fn start(config: Config) -> anyhow::Result<Dashboard> {
+        Dashboard::start_with_clock(config, Arc::new(SystemClock::new())).await
+    }
+
+    /// [`start`](Self::start) with another clock.
+    pub async fn start_with_clock(
+        config: Config,
+        clock: Arc<dyn Clock>,
+    ) -> anyhow::Result<Dashboard> {
+        if config.database_url.is_none() {
+            std::fs::create_dir_all(&config.data_dir)?;
+        }
+        let db = Db::open(&config.database_url()).await?;
+        let generated_password = auth::ensure_first_admin(&db, &config, clock.now_ms() as i64).await?;
+        let config = Arc::new(config);
+        let (stop, stopped) = watch::channel(false);
+        let events = Events::default();
+        let agents = AgentClient::new(config.agent_timeout());
+        let gate = Arc::new(Gate::new(
+            config.registration_token.as_deref(),
+            config.allow_cidrs.clone(),
+        ));
+        let validator = Arc::new(RuleValidator::new());
+        let (ingest, writer) = ingest::channel();
+        let (pusher, push_worker) = push::channel();
+        let state = AppState {
+            db,
+            config,
+            clock,
+            gate,
+            agents,
+            events,
+            pusher,
+            validator,
+            ingest,
+            auth: Arc::new(auth::AuthState::default()),
+        };
+        let tasks = vec![
+            tokio::spawn(writer.run(state.clone(), stopped.clone())),
+            tokio::spawn(push_worker.run(state.clone(), stopped.clone())),
+            tokio::spawn(fetch::run(state.clone(), stopped.clone())),
+        ];
+        Ok(Dashboard {
+            state,
+            stop,
+            tasks,
+            generated_password,
+        })
+    }
+
+    /// The shared state.
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// The router serving this dashboard.
+    pub fn router(&self) -> Router {
+        app(self.state.clone())
+    }
+
+    /// The first admin's password, when this start generated it (print it once; it is not stored).
+    pub fn generated_password(&self) -> Option<&str> {
+        self.generated_password.as_deref()
+    }
+
+    /// Stops the background tasks — the pushes in flight and the metric writes queued finish first —
+    /// and closes the database.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        for task in self.tasks {
+            if tokio::time::timeout(Duration::from_secs(15), task).await.is_err() {
+                tracing::warn!("a background task did not stop within 15 s");
+            }
+        }
+        self.state.db.close().await;
+    }
+}

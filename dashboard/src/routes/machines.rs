@@ -1,0 +1,9 @@
+//! Routes of the machines area.
+
+use axum::Router;
+
+use crate::AppState;
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new()
+}

@@ -1,0 +1,9 @@
+//! Routes of the rules area.
+
+use axum::Router;
+
+use crate::AppState;
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new()
+}
