@@ -125,10 +125,17 @@ impl AgentClient {
     }
 
     /// The machine's rules of `rule_type`, as the JSON text it answers.
-    pub async fn get_rules(&self, target: &Target, rule_type: RuleType) -> Result<String, CallError> {
+    pub async fn get_rules(
+        &self,
+        target: &Target,
+        rule_type: RuleType,
+    ) -> Result<String, CallError> {
         match rule_type {
             RuleType::ParamFlow => self.get(target, "getParamFlowRules", &[]).await,
-            other => self.get(target, "getRules", &[("type", other.as_str())]).await,
+            other => {
+                self.get(target, "getRules", &[("type", other.as_str())])
+                    .await
+            }
         }
     }
 
@@ -173,7 +180,11 @@ impl AgentClient {
         self.get(
             target,
             "metric",
-            &[("startTime", &start), ("endTime", &end), ("refetch", "false")],
+            &[
+                ("startTime", &start),
+                ("endTime", &end),
+                ("refetch", "false"),
+            ],
         )
         .await
     }
@@ -276,7 +287,9 @@ async fn exchange(
             .collect()
             .await
             .map_err(|e| {
-                if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
+                if e.downcast_ref::<http_body_util::LengthLimitError>()
+                    .is_some()
+                {
                     CallError::TooLarge
                 } else {
                     CallError::Protocol(e.to_string())

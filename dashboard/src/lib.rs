@@ -44,7 +44,7 @@ use events::Events;
 use ingest::Ingest;
 use push::Pusher;
 use registry::Gate;
-use rules::RuleValidator;
+use rules::RuleBook;
 
 /// What every handler and task shares; cheap to clone.
 #[derive(Clone)]
@@ -63,8 +63,8 @@ pub struct AppState {
     pub events: Events,
     /// Pushes rules to machines.
     pub pusher: Pusher,
-    /// Validates rules as the engine does.
-    pub validator: Arc<RuleValidator>,
+    /// Validates rule changes and applies them one at a time.
+    pub rules: Arc<RuleBook>,
     /// Takes fetched metric lines to the writer.
     pub ingest: Ingest,
     /// Sign-in state kept in memory (login throttling).
@@ -117,7 +117,8 @@ impl Dashboard {
             std::fs::create_dir_all(&config.data_dir)?;
         }
         let db = Db::open(&config.database_url()).await?;
-        let generated_password = auth::ensure_first_admin(&db, &config, clock.now_ms() as i64).await?;
+        let generated_password =
+            auth::ensure_first_admin(&db, &config, clock.now_ms() as i64).await?;
         let config = Arc::new(config);
         let (stop, stopped) = watch::channel(false);
         let events = Events::default();
@@ -126,7 +127,7 @@ impl Dashboard {
             config.registration_token.as_deref(),
             config.allow_cidrs.clone(),
         ));
-        let validator = Arc::new(RuleValidator::new());
+        let rules = Arc::new(RuleBook::new());
         let (ingest, writer) = ingest::channel();
         let (pusher, push_worker) = push::channel();
         let state = AppState {
@@ -137,7 +138,7 @@ impl Dashboard {
             agents,
             events,
             pusher,
-            validator,
+            rules,
             ingest,
             auth: Arc::new(auth::AuthState::default()),
         };
@@ -174,7 +175,10 @@ impl Dashboard {
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
         for task in self.tasks {
-            if tokio::time::timeout(Duration::from_secs(15), task).await.is_err() {
+            if tokio::time::timeout(Duration::from_secs(15), task)
+                .await
+                .is_err()
+            {
                 tracing::warn!("a background task did not stop within 15 s");
             }
         }

@@ -19,7 +19,9 @@ async fn main() -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
     println!("Floodgate dashboard on http://{addr}/");
     if let Some(password) = dashboard.generated_password() {
-        println!("First start: sign in as `{admin}` with password {password} (shown only this once)");
+        println!(
+            "First start: sign in as `{admin}` with password {password} (shown only this once)"
+        );
     }
     axum::serve(listener, dashboard.router())
         .with_graceful_shutdown(shutdown_signal())

@@ -88,7 +88,12 @@ pub fn parse_heartbeat(params: &[(String, String)]) -> Result<Registration, Fiel
         Some("1") => 1,
         Some(_) => return Err(invalid("app_type", "must be 0 or 1")),
     };
-    let hostname = text("hostname", get("hostname").unwrap_or(""), MAX_NAME_LEN, false)?;
+    let hostname = text(
+        "hostname",
+        get("hostname").unwrap_or(""),
+        MAX_NAME_LEN,
+        false,
+    )?;
     let ip_text = get("ip").map(str::trim).unwrap_or("");
     if ip_text.is_empty() {
         return Err(invalid("ip", "is required"));

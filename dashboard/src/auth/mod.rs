@@ -5,10 +5,10 @@ use axum::http::request::Parts;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use crate::AppState;
 use crate::config::Config;
 use crate::db::Db;
 use crate::error::{AppError, AppResult};
-use crate::AppState;
 
 /// What a user may do; each role may do everything the ones before it may.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -82,7 +82,11 @@ pub struct AuthState {}
 
 /// Middleware: finds the user of a session cookie or API token, refuses without one (401), checks
 /// the CSRF token of a session's state-changing request (403), and passes the user on.
-pub async fn require_user(State(_state): State<AppState>, request: Request, next: Next) -> Response {
+pub async fn require_user(
+    State(_state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
     if request.extensions().get::<CurrentUser>().is_none() {
         return AppError::Unauthorized.into_response();
     }
@@ -91,6 +95,10 @@ pub async fn require_user(State(_state): State<AppState>, request: Request, next
 
 /// Creates the first admin when there is no user: with `--admin-password` / `FLOODGATE_ADMIN_PASSWORD`,
 /// or a generated password, returned so that it is printed once.
-pub async fn ensure_first_admin(_db: &Db, _config: &Config, _now: i64) -> anyhow::Result<Option<String>> {
+pub async fn ensure_first_admin(
+    _db: &Db,
+    _config: &Config,
+    _now: i64,
+) -> anyhow::Result<Option<String>> {
     Ok(None)
 }

@@ -134,10 +134,7 @@ impl Db {
         .fetch_one(&mut *tx)
         .await?;
         tx.commit().await?;
-        let machine = self
-            .machine(id)
-            .await?
-            .ok_or(sqlx::Error::RowNotFound)?;
+        let machine = self.machine(id).await?.ok_or(sqlx::Error::RowNotFound)?;
         Ok((machine, previous))
     }
 
@@ -159,17 +156,17 @@ impl Db {
     /// The machine `id`.
     pub async fn machine(&self, id: i64) -> Result<Option<Machine>, sqlx::Error> {
         sqlx::query_as(select_machines!("WHERE m.id = ?"))
-        .bind(id)
-        .fetch_optional(self.pool())
-        .await
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await
     }
 
     /// Every machine of app `app_id`, healthy or not, by address.
     pub async fn machines_of_app(&self, app_id: i64) -> Result<Vec<Machine>, sqlx::Error> {
         sqlx::query_as(select_machines!("WHERE m.app_id = ? ORDER BY m.ip, m.port"))
-        .bind(app_id)
-        .fetch_all(self.pool())
-        .await
+            .bind(app_id)
+            .fetch_all(self.pool())
+            .await
     }
 
     /// The machines (of every app, or of `app_id`) whose last heartbeat is at or after `since`.

@@ -13,10 +13,13 @@ mod users;
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::SqlitePool;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 pub use apps::{App, HeartbeatRecord, Machine};
+pub use history::HistoryEntry;
+pub use pushes::PushRecord;
+pub use rules::{HistoryRecord, NewRule, StoredRule};
 
 /// The dashboard's database.
 #[derive(Debug, Clone)]

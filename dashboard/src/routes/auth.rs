@@ -4,7 +4,6 @@ use axum::Router;
 
 use crate::AppState;
 
-
 pub(super) fn open_router() -> Router<AppState> {
     Router::new()
 }

@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::http::{HeaderValue, StatusCode, header};
-use tower::ServiceBuilder;
 use axum::middleware;
+use tower::ServiceBuilder;
 use tower_http::compression::CompressionLayer;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::services::ServeDir;
@@ -80,3 +80,18 @@ pub fn app(state: AppState) -> Router {
 const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self'; \
      img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; \
      form-action 'self'";
+
+/// The app named `name`, or 404.
+async fn find_app(state: &AppState, name: &str) -> Result<crate::db::App, AppError> {
+    state
+        .db
+        .app_by_name(name)
+        .await?
+        .ok_or(AppError::NotFound("app"))
+}
+
+/// A request body read as JSON, with the parser's complaint as a field error.
+fn json_body(body: &[u8]) -> Result<serde_json::Value, AppError> {
+    serde_json::from_slice(body)
+        .map_err(|e| AppError::field("body", format!("is not valid JSON: {e}")))
+}

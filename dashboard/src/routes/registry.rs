@@ -53,7 +53,10 @@ async fn heartbeat(
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.split(';').next())
-            .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/x-www-form-urlencoded"));
+            .is_some_and(|v| {
+                v.trim()
+                    .eq_ignore_ascii_case("application/x-www-form-urlencoded")
+            });
         if !is_form {
             return answer(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -64,7 +67,12 @@ async fn heartbeat(
     }
     let registration = match parse_heartbeat(&params) {
         Ok(r) => r,
-        Err(e) => return answer(StatusCode::BAD_REQUEST, &format!("{}: {}", e.field, e.message)),
+        Err(e) => {
+            return answer(
+                StatusCode::BAD_REQUEST,
+                &format!("{}: {}", e.field, e.message),
+            );
+        }
     };
     if let Err(refusal) = state.gate.admit(&registration) {
         tracing::warn!(
@@ -95,7 +103,10 @@ async fn heartbeat(
                 machine_id: machine.id,
                 first,
             });
-            state.pusher.reconcile(machine.id, first || was_unhealthy);
+            if first || was_unhealthy {
+                tracing::info!(app = %machine.app, ip = %machine.ip, port = machine.port, first, "machine registered");
+            }
+            state.pusher.reconcile(machine.id);
             answer(StatusCode::OK, "success")
         }
         Err(e) => {
