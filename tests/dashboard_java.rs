@@ -255,3 +255,58 @@ async fn a_push_to_a_dead_machine_is_recorded_and_retried_until_it_answers() {
     assert_eq!(machines.body[0]["drift"], false);
     running.stop().await;
 }
+
+/// A rule change on an app of 100 machines: the time until every machine has it. Run with
+/// `cargo test --release --features transport --test dashboard_java -- --ignored --nocapture push_reaches`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "load test; figures in BENCHMARKS.md"]
+async fn push_reaches_a_hundred_machines() {
+    const MACHINES: usize = 100;
+    let dir = tempfile::tempdir().unwrap();
+    let running = Running::start(config(dir.path())).await;
+    let mut events = running.events();
+    let mut clients = Vec::new();
+    for _ in 0..MACHINES {
+        let java = JavaClient::start(0, &[]).await;
+        assert_eq!(java.heartbeat(running.addr, "big-app").await, 200);
+        clients.push(java);
+    }
+    let mut reconciled = 0;
+    while reconciled < MACHINES {
+        wait_for(&mut events, "reconciliations", |e| matches!(e, Event::Reconciled { .. })).await;
+        reconciled += 1;
+    }
+    let state = running.dashboard.state();
+    let app = state.db.app_by_name("big-app").await.unwrap().unwrap();
+    let mut samples = Vec::new();
+    for round in 0..5 {
+        let started = std::time::Instant::now();
+        state
+            .rules
+            .apply(
+                state,
+                app.id,
+                RuleType::Flow,
+                floodgate_dashboard::rules::Change::Create(
+                    json!({"resource": format!("GET:/r{round}"), "count": 10}),
+                ),
+                "load-test",
+            )
+            .await
+            .unwrap();
+        let mut pushed = 0;
+        while pushed < MACHINES {
+            wait_for(&mut events, "pushes", |e| {
+                matches!(e, Event::Pushed { rule_type: RuleType::Flow, ok: true, .. })
+            })
+            .await;
+            pushed += 1;
+        }
+        samples.push(started.elapsed());
+    }
+    for java in &clients {
+        assert!(java.rules("flow").contains("GET:/r4"));
+    }
+    println!("rule change to {MACHINES} machines, every one pushed: {samples:?}");
+    running.stop().await;
+}
