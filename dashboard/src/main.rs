@@ -23,7 +23,10 @@ async fn main() -> anyhow::Result<()> {
             "First start: sign in as `{admin}` with password {password} (shown only this once)"
         );
     }
-    axum::serve(listener, dashboard.router())
+    let service = dashboard
+        .router()
+        .into_make_service_with_connect_info::<std::net::SocketAddr>();
+    axum::serve(listener, service)
         .with_graceful_shutdown(shutdown_signal())
         .await?;
     tracing::info!("stopping: finishing pushes and writes in flight");
