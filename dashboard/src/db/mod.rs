@@ -13,10 +13,13 @@ mod users;
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::SqlitePool;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 pub use apps::{App, HeartbeatRecord, Machine};
+pub use sessions::SessionUser;
+pub use tokens::{ApiToken, TokenUser};
+pub use users::{User, UserChange, is_unique_violation};
 
 /// The dashboard's database.
 #[derive(Debug, Clone)]
