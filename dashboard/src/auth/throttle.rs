@@ -83,10 +83,11 @@ impl LoginThrottle {
         let mut windows = self.lock();
         let mut retry_after_ms = 0i64;
         for key in &keys {
-            if let Some(w) = windows.get(key) {
-                if !w.expired(now) && w.attempts >= key.limit() {
-                    retry_after_ms = retry_after_ms.max(w.started_at + WINDOW_MS - now);
-                }
+            if let Some(w) = windows.get(key)
+                && !w.expired(now)
+                && w.attempts >= key.limit()
+            {
+                retry_after_ms = retry_after_ms.max(w.started_at + WINDOW_MS - now);
             }
         }
         if retry_after_ms > 0 {

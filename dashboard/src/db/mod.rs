@@ -13,8 +13,8 @@ mod users;
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::SqlitePool;
 
 pub use apps::{App, HeartbeatRecord, Machine};
 pub use sessions::SessionUser;

@@ -142,7 +142,7 @@ impl Db {
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() == 0 {
-            return Ok(guard_refusal(&mut tx, id).await?);
+            return guard_refusal(&mut tx, id).await;
         }
         sqlx::query("DELETE FROM sessions WHERE user_id = ?")
             .bind(id)
@@ -199,7 +199,7 @@ impl Db {
         .await?;
         if done.rows_affected() == 0 {
             // Dropping the transaction rolls the deletions back.
-            return Ok(guard_refusal(&mut tx, id).await?);
+            return guard_refusal(&mut tx, id).await;
         }
         tx.commit().await?;
         Ok(UserChange::Done)
