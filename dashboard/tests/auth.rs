@@ -233,6 +233,21 @@ async fn a_fresh_database_without_a_password_gets_a_generated_one_and_no_default
 async fn a_given_admin_password_works_and_is_not_reported_as_generated() {
     let h = start().await;
     assert!(h.dashboard.generated_password().is_none());
+    let stored = h
+        .dashboard
+        .state()
+        .db
+        .user_by_name("admin")
+        .await
+        .expect("query")
+        .expect("the first admin");
+    assert_eq!(stored.role, "admin");
+    assert!(
+        stored.password_hash.starts_with("$argon2id$v=19$"),
+        "{}",
+        stored.password_hash
+    );
+    assert!(!stored.password_hash.contains(ADMIN_PASSWORD));
     sign_in(&h.app, "admin", ADMIN_PASSWORD).await;
 }
 
@@ -748,6 +763,16 @@ async fn a_session_expires_after_its_ttl() {
             .status,
         StatusCode::UNAUTHORIZED
     );
+    assert_eq!(
+        h.dashboard
+            .state()
+            .db
+            .session_count(1)
+            .await
+            .expect("count"),
+        0,
+        "an expired session is deleted when met"
+    );
     // Going back in time does not revive it: it was deleted when met expired.
     h.clock.set(T0);
     assert_eq!(
@@ -765,6 +790,8 @@ async fn logout_ends_the_session() {
     let h = start().await;
     let admin = sign_in(&h.app, "admin", ADMIN_PASSWORD).await;
     let other = sign_in(&h.app, "admin", ADMIN_PASSWORD).await;
+    let db = &h.dashboard.state().db;
+    assert_eq!(db.session_count(1).await.expect("count"), 2);
     let out = call(Method::POST, "/auth/logout")
         .session(&admin)
         .send(&h.app)
@@ -781,7 +808,8 @@ async fn logout_ends_the_session() {
             .status,
         StatusCode::UNAUTHORIZED
     );
-    // Only that session.
+    // Only that session, and its row is gone.
+    assert_eq!(db.session_count(1).await.expect("count"), 1);
     assert_eq!(
         call(Method::GET, "/api/me")
             .session(&other)

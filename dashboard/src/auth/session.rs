@@ -25,7 +25,7 @@ const SECRET_BYTES: usize = 32;
 #[error("no randomness available: {0}")]
 pub struct RandomError(getrandom::Error);
 
-/// `n` random bytes from the operating system.
+/// `N` random bytes from the operating system.
 pub fn random_bytes<const N: usize>() -> Result<[u8; N], RandomError> {
     let mut buf = [0u8; N];
     getrandom::fill(&mut buf).map_err(RandomError)?;
