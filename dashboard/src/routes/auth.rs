@@ -191,7 +191,7 @@ async fn login(
         .map_err(|retry_after_secs| {
             tracing::warn!(
                 target: "floodgate_dashboard::audit",
-                user = %credentials.username,
+                user = ?credentials.username,
                 ip = ?ip,
                 "sign-in throttled"
             );
@@ -218,7 +218,7 @@ async fn login(
         _ => {
             tracing::warn!(
                 target: "floodgate_dashboard::audit",
-                user = %credentials.username,
+                user = ?credentials.username,
                 ip = ?ip,
                 "sign-in failed"
             );
