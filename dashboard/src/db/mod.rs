@@ -20,6 +20,9 @@ pub use apps::{App, HeartbeatRecord, Machine};
 pub use history::HistoryEntry;
 pub use pushes::PushRecord;
 pub use rules::{HistoryRecord, NewRule, StoredRule};
+pub use sessions::SessionUser;
+pub use tokens::{ApiToken, TokenUser};
+pub use users::{User, UserChange, is_unique_violation};
 
 /// The dashboard's database.
 #[derive(Debug, Clone)]
