@@ -96,7 +96,7 @@ impl Db {
         hb: &HeartbeatRecord<'_>,
         now: i64,
     ) -> Result<(Machine, Option<i64>), sqlx::Error> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.write().await?;
         let app_id: i64 = sqlx::query_scalar(
             "INSERT INTO apps (name, app_type, created_at) VALUES (?, ?, ?) \
              ON CONFLICT (name) DO UPDATE SET app_type = excluded.app_type RETURNING id",

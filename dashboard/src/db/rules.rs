@@ -83,7 +83,7 @@ impl Db {
         history: HistoryRecord<'_>,
         now: i64,
     ) -> Result<(i64, Vec<StoredRule>), sqlx::Error> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.write().await?;
         let before: Vec<StoredRule> = sqlx::query_as(
             "SELECT id, resource, body, created_at, updated_at FROM rules \
              WHERE app_id = ? AND rule_type = ? ORDER BY id",

@@ -130,7 +130,7 @@ impl Db {
         role: Option<&str>,
         password_hash: Option<&str>,
     ) -> Result<UserChange, sqlx::Error> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.write().await?;
         let done = sqlx::query(
             "UPDATE users SET role = COALESCE(?1, role), password_hash = COALESCE(?2, password_hash) \
              WHERE id = ?3 AND (COALESCE(?1, role) = 'admin' OR role <> 'admin' \
@@ -160,7 +160,7 @@ impl Db {
         password_hash: &str,
         keep_session: Option<&str>,
     ) -> Result<bool, sqlx::Error> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.write().await?;
         let done = sqlx::query("UPDATE users SET password_hash = ? WHERE id = ?")
             .bind(password_hash)
             .bind(id)
@@ -181,7 +181,7 @@ impl Db {
 
     /// Deletes user `id` with its sessions and API tokens, unless it is the last admin.
     pub async fn delete_user(&self, id: i64) -> Result<UserChange, sqlx::Error> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.write().await?;
         sqlx::query("DELETE FROM sessions WHERE user_id = ?")
             .bind(id)
             .execute(&mut *tx)
