@@ -37,7 +37,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
     println!("Floodgate dashboard on http://{bind}/");
     match dashboard.generated_password() {
-        Some(password) => println!("sign in as `{admin}` with password {password} (shown only this once)"),
+        Some(password) => {
+            println!("sign in as `{admin}` with password {password} (shown only this once)")
+        }
         None => println!(
             "sign in as `{admin}` (the password printed at the first start, or FLOODGATE_ADMIN_PASSWORD; \
              delete ./floodgate-data to start afresh)"
@@ -45,14 +47,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     let fg = Floodgate::default();
-    fg.load_rules_json(RuleType::Flow, r#"[{"resource":"GET:/api/orders","count":20}]"#)?;
+    fg.load_rules_json(
+        RuleType::Flow,
+        r#"[{"resource":"GET:/api/orders","count":20}]"#,
+    )?;
     let agent = Agent::builder(fg.clone())
         .app_name("demo-shop")
         .port(0)
         .dashboard(bind.to_string())
         .heartbeat_interval(Duration::from_secs(2))
         .start()?;
-    println!("app `demo-shop`: agent on {}, sending traffic", agent.local_addr());
+    println!(
+        "app `demo-shop`: agent on {}, sending traffic",
+        agent.local_addr()
+    );
 
     let traffic = std::thread::spawn(move || {
         let start = Instant::now();
@@ -70,7 +78,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             std::thread::sleep(Duration::from_millis(25));
         }
     });
-    tokio::task::spawn_blocking(move || traffic.join()).await?.ok();
+    tokio::task::spawn_blocking(move || traffic.join())
+        .await?
+        .ok();
     agent.shutdown();
     server.abort();
     dashboard.shutdown().await;

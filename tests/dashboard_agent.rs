@@ -277,16 +277,19 @@ async fn a_machines_existing_rules_are_imported_not_wiped_and_reach_the_others()
 
     // A second machine of the app with no rules gets the app's.
     let (fg2, _c2) = engine();
+    let mut events = running.events();
     let a2 = agent(&fg2, running.addr);
+    let Event::Heartbeat {
+        machine_id: second, ..
+    } = wait_for(&mut events, "the second machine", |e| {
+        matches!(e, Event::Heartbeat { first: true, .. })
+    })
+    .await
+    else {
+        unreachable!()
+    };
     wait_for(&mut events, "the second machine's push", |e| {
-        matches!(
-            e,
-            Event::Pushed {
-                rule_type: RuleType::Flow,
-                ok: true,
-                ..
-            }
-        )
+        matches!(e, Event::Pushed { machine_id, rule_type: RuleType::Flow, ok: true } if *machine_id == second)
     })
     .await;
     assert_eq!(fg2.flow_rules().len(), 1);

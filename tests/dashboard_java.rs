@@ -273,7 +273,10 @@ async fn push_reaches_a_hundred_machines() {
     }
     let mut reconciled = 0;
     while reconciled < MACHINES {
-        wait_for(&mut events, "reconciliations", |e| matches!(e, Event::Reconciled { .. })).await;
+        wait_for(&mut events, "reconciliations", |e| {
+            matches!(e, Event::Reconciled { .. })
+        })
+        .await;
         reconciled += 1;
     }
     let state = running.dashboard.state();
@@ -297,7 +300,14 @@ async fn push_reaches_a_hundred_machines() {
         let mut pushed = 0;
         while pushed < MACHINES {
             wait_for(&mut events, "pushes", |e| {
-                matches!(e, Event::Pushed { rule_type: RuleType::Flow, ok: true, .. })
+                matches!(
+                    e,
+                    Event::Pushed {
+                        rule_type: RuleType::Flow,
+                        ok: true,
+                        ..
+                    }
+                )
             })
             .await;
             pushed += 1;

@@ -42,13 +42,18 @@ impl Api {
         let response = self.router.clone().oneshot(request).await.unwrap();
         let status = response.status();
         let bytes = response.into_body().collect().await.unwrap().to_bytes();
-        (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
     }
 
     async fn login(router: &Router, user: &str, password: &str) -> Api {
         let request = Request::post("/auth/login")
             .header("content-type", "application/json")
-            .body(Body::from(json!({"username": user, "password": password}).to_string()))
+            .body(Body::from(
+                json!({"username": user, "password": password}).to_string(),
+            ))
             .unwrap();
         let response = router.clone().oneshot(request).await.unwrap();
         assert_eq!(response.status(), StatusCode::OK);
@@ -109,23 +114,37 @@ async fn rules_crud_history_rollback_export_import() {
     let admin = Api::login(&router, "admin", PASSWORD).await;
 
     let (status, created) = admin
-        .call("POST", "/api/apps/orders/rules/flow", Some(json!({"resource": "GET:/a", "count": 20})))
+        .call(
+            "POST",
+            "/api/apps/orders/rules/flow",
+            Some(json!({"resource": "GET:/a", "count": 20})),
+        )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{created}");
     let id = created["rule"]["id"].as_i64().unwrap();
     assert_eq!(created["rule"]["rule"]["count"], 20.0);
 
     let (status, _) = admin
-        .call("PUT", &format!("/api/apps/orders/rules/flow/{id}"), Some(json!({"resource": "GET:/a", "count": 30})))
+        .call(
+            "PUT",
+            &format!("/api/apps/orders/rules/flow/{id}"),
+            Some(json!({"resource": "GET:/a", "count": 30})),
+        )
         .await;
     assert_eq!(status, StatusCode::OK);
-    let (status, one) = admin.call("GET", &format!("/api/apps/orders/rules/flow/{id}"), None).await;
+    let (status, one) = admin
+        .call("GET", &format!("/api/apps/orders/rules/flow/{id}"), None)
+        .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(one["rule"]["count"], 30.0);
 
     // A bad rule: 422 naming the field; nothing changes.
     let (status, err) = admin
-        .call("PUT", &format!("/api/apps/orders/rules/flow/{id}"), Some(json!({"resource": "GET:/a", "count": -5})))
+        .call(
+            "PUT",
+            &format!("/api/apps/orders/rules/flow/{id}"),
+            Some(json!({"resource": "GET:/a", "count": -5})),
+        )
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(err["field"], "count");
@@ -135,18 +154,41 @@ async fn rules_crud_history_rollback_export_import() {
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(err["fields"][0]["index"], 1);
     assert_eq!(err["fields"][0]["field"], "grade");
-    let (status, _) = admin.call("POST", "/api/apps/orders/rules/flow", Some(json!("not a rule"))).await;
+    let (status, _) = admin
+        .call(
+            "POST",
+            "/api/apps/orders/rules/flow",
+            Some(json!("not a rule")),
+        )
+        .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(flow_rules(&admin).await.len(), 1);
     assert_eq!(flow_rules(&admin).await[0]["rule"]["count"], 30.0);
 
     // Unknown app, type, rule.
-    assert_eq!(admin.call("GET", "/api/apps/nope/rules/flow", None).await.0, StatusCode::NOT_FOUND);
-    assert_eq!(admin.call("GET", "/api/apps/orders/rules/bogus", None).await.0, StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(admin.call("DELETE", "/api/apps/orders/rules/flow/999", None).await.0, StatusCode::NOT_FOUND);
+    assert_eq!(
+        admin.call("GET", "/api/apps/nope/rules/flow", None).await.0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        admin
+            .call("GET", "/api/apps/orders/rules/bogus", None)
+            .await
+            .0,
+        StatusCode::UNPROCESSABLE_ENTITY
+    );
+    assert_eq!(
+        admin
+            .call("DELETE", "/api/apps/orders/rules/flow/999", None)
+            .await
+            .0,
+        StatusCode::NOT_FOUND
+    );
 
     // History, then roll the update back.
-    let (_, history) = admin.call("GET", "/api/apps/orders/history?type=flow", None).await;
+    let (_, history) = admin
+        .call("GET", "/api/apps/orders/history?type=flow", None)
+        .await;
     let entries = history.as_array().unwrap();
     assert_eq!(entries.len(), 2);
     assert_eq!(entries[0]["action"], "update");
@@ -155,7 +197,11 @@ async fn rules_crud_history_rollback_export_import() {
     assert_eq!(entries[0]["after"][0]["rule"]["count"], 30.0);
     let update_id = entries[0]["id"].as_i64().unwrap();
     let (status, rolled) = admin
-        .call("POST", &format!("/api/apps/orders/history/{update_id}/rollback"), Some(json!({})))
+        .call(
+            "POST",
+            &format!("/api/apps/orders/history/{update_id}/rollback"),
+            Some(json!({})),
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{rolled}");
     assert_eq!(rolled["rules"][0]["id"], id);
@@ -165,9 +211,13 @@ async fn rules_crud_history_rollback_export_import() {
     let (_, exported) = admin.call("GET", "/api/apps/orders/export", None).await;
     assert_eq!(exported["app"], "orders");
     assert_eq!(exported["flow"][0]["id"], id);
-    admin.call("DELETE", &format!("/api/apps/orders/rules/flow/{id}"), None).await;
+    admin
+        .call("DELETE", &format!("/api/apps/orders/rules/flow/{id}"), None)
+        .await;
     assert!(flow_rules(&admin).await.is_empty());
-    let (status, imported) = admin.call("POST", "/api/apps/orders/import", Some(exported.clone())).await;
+    let (status, imported) = admin
+        .call("POST", "/api/apps/orders/import", Some(exported.clone()))
+        .await;
     assert_eq!(status, StatusCode::OK, "{imported}");
     let rules = flow_rules(&admin).await;
     assert_eq!(rules.len(), 1);
@@ -176,9 +226,14 @@ async fn rules_crud_history_rollback_export_import() {
     let mut bad = exported.clone();
     bad["degrade"] = json!([{"resource": "x", "grade": 0}]);
     bad["flow"] = json!([]);
-    let (status, err) = admin.call("POST", "/api/apps/orders/import", Some(bad)).await;
+    let (status, err) = admin
+        .call("POST", "/api/apps/orders/import", Some(bad))
+        .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{err}");
-    assert!(err["field"].as_str().unwrap().starts_with("degrade."), "{err}");
+    assert!(
+        err["field"].as_str().unwrap().starts_with("degrade."),
+        "{err}"
+    );
     assert_eq!(flow_rules(&admin).await.len(), 1);
     d.shutdown().await;
 }
@@ -191,39 +246,84 @@ async fn refusals_change_nothing() {
     let admin = Api::login(&router, "admin", PASSWORD).await;
     let rule = json!({"resource": "GET:/a", "count": 1});
 
-    let anonymous = Api { router: router.clone(), cookie: None, csrf: None };
-    assert_eq!(anonymous.call("GET", "/api/apps", None).await.0, StatusCode::UNAUTHORIZED);
+    let anonymous = Api {
+        router: router.clone(),
+        cookie: None,
+        csrf: None,
+    };
     assert_eq!(
-        anonymous.call("POST", "/api/apps/orders/rules/flow", Some(rule.clone())).await.0,
+        anonymous.call("GET", "/api/apps", None).await.0,
         StatusCode::UNAUTHORIZED
     );
-    assert_eq!(anonymous.call("GET", "/no/such/page", None).await.0, StatusCode::UNAUTHORIZED);
-
-    let no_csrf = Api { router: router.clone(), cookie: admin.cookie.clone(), csrf: None };
     assert_eq!(
-        no_csrf.call("POST", "/api/apps/orders/rules/flow", Some(rule.clone())).await.0,
+        anonymous
+            .call("POST", "/api/apps/orders/rules/flow", Some(rule.clone()))
+            .await
+            .0,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        anonymous.call("GET", "/no/such/page", None).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+
+    let no_csrf = Api {
+        router: router.clone(),
+        cookie: admin.cookie.clone(),
+        csrf: None,
+    };
+    assert_eq!(
+        no_csrf
+            .call("POST", "/api/apps/orders/rules/flow", Some(rule.clone()))
+            .await
+            .0,
         StatusCode::FORBIDDEN
     );
-    let wrong_csrf = Api { router: router.clone(), cookie: admin.cookie.clone(), csrf: Some("x".into()) };
+    let wrong_csrf = Api {
+        router: router.clone(),
+        cookie: admin.cookie.clone(),
+        csrf: Some("x".into()),
+    };
     assert_eq!(
-        wrong_csrf.call("POST", "/api/apps/orders/rules/flow", Some(rule.clone())).await.0,
+        wrong_csrf
+            .call("POST", "/api/apps/orders/rules/flow", Some(rule.clone()))
+            .await
+            .0,
         StatusCode::FORBIDDEN
     );
 
     let (status, _) = admin
-        .call("POST", "/api/users", Some(json!({"username": "vera", "password": "viewer password 1", "role": "viewer"})))
+        .call(
+            "POST",
+            "/api/users",
+            Some(json!({"username": "vera", "password": "viewer password 1", "role": "viewer"})),
+        )
         .await;
     assert_eq!(status, StatusCode::CREATED);
     let viewer = Api::login(&router, "vera", "viewer password 1").await;
-    assert_eq!(viewer.call("GET", "/api/apps/orders/rules/flow", None).await.0, StatusCode::OK);
+    assert_eq!(
+        viewer
+            .call("GET", "/api/apps/orders/rules/flow", None)
+            .await
+            .0,
+        StatusCode::OK
+    );
     for (method, path) in [
         ("POST", "/api/apps/orders/rules/flow"),
         ("PUT", "/api/apps/orders/rules/flow"),
         ("POST", "/api/apps/orders/import"),
         ("POST", "/api/apps/orders/push"),
     ] {
-        let body = if method == "PUT" { json!([rule.clone()]) } else { rule.clone() };
-        assert_eq!(viewer.call(method, path, Some(body)).await.0, StatusCode::FORBIDDEN, "{method} {path}");
+        let body = if method == "PUT" {
+            json!([rule.clone()])
+        } else {
+            rule.clone()
+        };
+        assert_eq!(
+            viewer.call(method, path, Some(body)).await.0,
+            StatusCode::FORBIDDEN,
+            "{method} {path}"
+        );
     }
     assert!(flow_rules(&admin).await.is_empty());
     let (_, history) = admin.call("GET", "/api/apps/orders/history", None).await;

@@ -42,8 +42,17 @@ async fn start(dir: &tempfile::TempDir) -> (Dashboard, i64) {
     (d, machine.app_id)
 }
 
-async fn apply(s: &AppState, app: i64, t: RuleType, c: Change) -> Result<Vec<(i64, Value)>, AppError> {
-    let outcome = s.rules.apply(s, app, t, c, "alice").await?.expect("applied");
+async fn apply(
+    s: &AppState,
+    app: i64,
+    t: RuleType,
+    c: Change,
+) -> Result<Vec<(i64, Value)>, AppError> {
+    let outcome = s
+        .rules
+        .apply(s, app, t, c, "alice")
+        .await?
+        .expect("applied");
     Ok(outcome
         .rules
         .iter()
@@ -57,10 +66,28 @@ async fn changes_keep_ids_record_history_and_roll_back() {
     let (d, app) = start(&dir).await;
     let s = d.state();
     let flow = RuleType::Flow;
-    assert_eq!(s.db.rule_version(app, "flow").await.unwrap(), None, "never managed");
+    assert_eq!(
+        s.db.rule_version(app, "flow").await.unwrap(),
+        None,
+        "never managed"
+    );
 
-    let one = apply(s, app, flow, Change::Create(json!({"resource": "a", "count": 1}))).await.unwrap();
-    let two = apply(s, app, flow, Change::Create(json!({"resource": "b", "count": 2}))).await.unwrap();
+    let one = apply(
+        s,
+        app,
+        flow,
+        Change::Create(json!({"resource": "a", "count": 1})),
+    )
+    .await
+    .unwrap();
+    let two = apply(
+        s,
+        app,
+        flow,
+        Change::Create(json!({"resource": "b", "count": 2})),
+    )
+    .await
+    .unwrap();
     let (id_a, id_b) = (one[0].0, two[1].0);
     assert_eq!(two.len(), 2);
     // Stored as the engine writes a rule back: defaults filled in.
@@ -71,7 +98,10 @@ async fn changes_keep_ids_record_history_and_roll_back() {
         s,
         app,
         flow,
-        Change::Update { id: id_a, rule: json!({"resource": "a", "count": 10}) },
+        Change::Update {
+            id: id_a,
+            rule: json!({"resource": "a", "count": 10}),
+        },
     )
     .await
     .unwrap();
@@ -83,7 +113,10 @@ async fn changes_keep_ids_record_history_and_roll_back() {
         s,
         app,
         flow,
-        Change::Update { id: id_b, rule: json!({"resource": "b", "count": "many"}) },
+        Change::Update {
+            id: id_b,
+            rule: json!({"resource": "b", "count": "many"}),
+        },
     )
     .await
     .unwrap_err();
@@ -98,13 +131,19 @@ async fn changes_keep_ids_record_history_and_roll_back() {
         s,
         app,
         flow,
-        Change::Replace(vec![json!({"resource": "x", "count": 1}), json!({"count": 1})]),
+        Change::Replace(vec![
+            json!({"resource": "x", "count": 1}),
+            json!({"count": 1}),
+        ]),
     )
     .await
     .unwrap_err();
     match &err {
         AppError::Invalid(fields) => {
-            assert_eq!((fields[0].index, fields[0].field.as_str()), (Some(1), "resource"));
+            assert_eq!(
+                (fields[0].index, fields[0].field.as_str()),
+                (Some(1), "resource")
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -119,7 +158,14 @@ async fn changes_keep_ids_record_history_and_roll_back() {
     let after_delete = apply(s, app, flow, Change::Delete(id_b)).await.unwrap();
     assert_eq!(after_delete.len(), 1);
     // A new rule never takes the deleted one's id.
-    let three = apply(s, app, flow, Change::Create(json!({"resource": "c", "count": 3}))).await.unwrap();
+    let three = apply(
+        s,
+        app,
+        flow,
+        Change::Create(json!({"resource": "c", "count": 3})),
+    )
+    .await
+    .unwrap();
     let id_c = three[1].0;
     assert!(id_c > id_b);
 
@@ -136,8 +182,15 @@ async fn changes_keep_ids_record_history_and_roll_back() {
         .collect();
     let restored = apply(s, app, flow, Change::Restore(restore)).await.unwrap();
     let ids: Vec<i64> = restored.iter().map(|(id, _)| *id).collect();
-    assert_eq!(ids, [id_a, id_b], "c was added after the deletion, so it goes too");
-    assert_eq!(s.db.history(app, None, None, 1).await.unwrap()[0].action, "rollback");
+    assert_eq!(
+        ids,
+        [id_a, id_b],
+        "c was added after the deletion, so it goes too"
+    );
+    assert_eq!(
+        s.db.history(app, None, None, 1).await.unwrap()[0].action,
+        "rollback"
+    );
     d.shutdown().await;
 }
 
@@ -148,16 +201,35 @@ async fn imports_only_into_a_type_never_managed() {
     let s = d.state();
     let imported = s
         .rules
-        .apply(s, app, RuleType::Degrade, Change::Import(vec![json!({"resource": "r", "count": 5, "timeWindow": 10, "grade": 2})]), "import from 127.0.0.1:1")
+        .apply(
+            s,
+            app,
+            RuleType::Degrade,
+            Change::Import(vec![
+                json!({"resource": "r", "count": 5, "timeWindow": 10, "grade": 2}),
+            ]),
+            "import from 127.0.0.1:1",
+        )
         .await
         .unwrap();
     assert!(imported.is_some());
     let again = s
         .rules
-        .apply(s, app, RuleType::Degrade, Change::Import(vec![json!({"resource": "other", "count": 1, "timeWindow": 1, "grade": 2})]), "import from 127.0.0.1:2")
+        .apply(
+            s,
+            app,
+            RuleType::Degrade,
+            Change::Import(vec![
+                json!({"resource": "other", "count": 1, "timeWindow": 1, "grade": 2}),
+            ]),
+            "import from 127.0.0.1:2",
+        )
         .await
         .unwrap();
-    assert!(again.is_none(), "a managed type is never overwritten by a machine");
+    assert!(
+        again.is_none(),
+        "a managed type is never overwritten by a machine"
+    );
     let stored = s.db.rules(app, "degrade").await.unwrap();
     assert_eq!(stored.len(), 1);
     assert_eq!(stored[0].resource.as_deref(), Some("r"));

@@ -59,7 +59,9 @@ impl Db {
     /// A transaction that reads and then writes: `BEGIN IMMEDIATE` takes the write lock first (waiting
     /// for it up to the busy timeout), so that a write committed by another connection after this
     /// one's first read cannot make its own write fail.
-    pub(crate) async fn write(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, sqlx::Error> {
+    pub(crate) async fn write(
+        &self,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, sqlx::Error> {
         self.pool.begin_with("BEGIN IMMEDIATE").await
     }
 }
