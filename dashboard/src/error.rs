@@ -115,10 +115,10 @@ impl IntoResponse for AppError {
             },
         };
         let mut response = (status, Json(body)).into_response();
-        if let AppError::TooManyRequests { retry_after_secs } = self {
-            if let Ok(v) = HeaderValue::from_str(&retry_after_secs.to_string()) {
-                response.headers_mut().insert(header::RETRY_AFTER, v);
-            }
+        if let AppError::TooManyRequests { retry_after_secs } = self
+            && let Ok(v) = HeaderValue::from_str(&retry_after_secs.to_string())
+        {
+            response.headers_mut().insert(header::RETRY_AFTER, v);
         }
         response
     }

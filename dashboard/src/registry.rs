@@ -130,10 +130,10 @@ pub fn parse_heartbeat(params: &[(String, String)]) -> Result<Registration, Fiel
             v.to_owned()
         }
     };
-    if let Some(version) = get("version").map(str::trim).filter(|v| !v.is_empty()) {
-        if version.parse::<u64>().is_err() {
-            return Err(invalid("version", "must be a time in milliseconds"));
-        }
+    if let Some(version) = get("version").map(str::trim).filter(|v| !v.is_empty())
+        && version.parse::<u64>().is_err()
+    {
+        return Err(invalid("version", "must be a time in milliseconds"));
     }
     let token = match get("token") {
         None | Some("") => None,
