@@ -5,9 +5,9 @@ set shell := ["bash", "-Eeuo", "pipefail", "-c"]
 _default:
     @just --list
 
-# Run the demo: an app guarding a resource, printing passed/blocked per second.
+# Run the demo: the dashboard on 127.0.0.1:8080 and an app sending it traffic.
 demo:
-    cargo run --release --example demo
+    cargo run --release --example dashboard_demo --features transport
 
 # Run every test (what CI runs).
 test:
