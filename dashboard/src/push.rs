@@ -99,14 +99,43 @@ impl Pusher {
     }
 }
 
-/// One lock per machine, so that its calls do not overtake one another.
+/// What the pusher keeps per machine: a lock, so that its calls do not overtake one another, and the
+/// last answer of each type found in sync with the stored list (at that version), so that a heartbeat
+/// that finds the same answer again is settled without validating both lists once more.
 #[derive(Debug, Default)]
-struct MachineLocks(Mutex<HashMap<i64, Arc<tokio::sync::Mutex<()>>>>);
+struct MachineLocks {
+    locks: Mutex<HashMap<i64, Arc<tokio::sync::Mutex<()>>>>,
+    in_sync: Mutex<HashMap<(i64, RuleType), (i64, String)>>,
+}
 
 impl MachineLocks {
     fn of(&self, machine_id: i64) -> Arc<tokio::sync::Mutex<()>> {
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut map = self.locks.lock().unwrap_or_else(|p| p.into_inner());
         map.entry(machine_id).or_default().clone()
+    }
+
+    fn known_in_sync(
+        &self,
+        machine_id: i64,
+        rule_type: RuleType,
+        version: i64,
+        answer: &str,
+    ) -> bool {
+        let map = self.in_sync.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(&(machine_id, rule_type))
+            .is_some_and(|(v, a)| *v == version && a == answer)
+    }
+
+    fn set_in_sync(&self, machine_id: i64, rule_type: RuleType, in_sync: Option<(i64, String)>) {
+        let mut map = self.in_sync.lock().unwrap_or_else(|p| p.into_inner());
+        match in_sync {
+            Some(seen) => {
+                map.insert((machine_id, rule_type), seen);
+            }
+            None => {
+                map.remove(&(machine_id, rule_type));
+            }
+        }
     }
 }
 
@@ -411,11 +440,14 @@ async fn reconcile(
             (None, Err(_)) => {}
             (Some((version, stored_json)), Ok(json)) => {
                 let validator = &state.rules.validator;
-                let same = validator.canonical_list(rule_type, &json)
-                    == validator.canonical_list(rule_type, &stored_json);
+                let same = locks.known_in_sync(machine_id, rule_type, version, &json)
+                    || validator.canonical_list(rule_type, &json)
+                        == validator.canonical_list(rule_type, &stored_json);
                 if same {
+                    locks.set_in_sync(machine_id, rule_type, Some((version, json)));
                     record_unchanged(state, &machine, rule_type, version, "in sync").await;
                 } else {
+                    locks.set_in_sync(machine_id, rule_type, None);
                     tracing::info!(
                         machine = machine.id, ip = %machine.ip, port = machine.port, %rule_type,
                         "machine's rules differ from the stored ones; pushing"
