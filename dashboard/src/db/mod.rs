@@ -13,10 +13,14 @@ mod users;
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::SqlitePool;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 pub use apps::{App, HeartbeatRecord, Machine};
+pub use metrics::{
+    AppSecond, MINUTE_MS, MetricPoint, MetricSums, ResourceActivity, ResourceIds, SecondRow,
+    WriteOutcome,
+};
 
 /// The dashboard's database.
 #[derive(Debug, Clone)]
