@@ -388,7 +388,7 @@ async fn retention_rolls_minutes_up_and_prunes() {
     let dir = tempfile::tempdir().unwrap();
     let hour = 3_600_000;
     // On a minute boundary, to read the minutes plainly.
-    let now: i64 = 1_800_000_000_000 - 1_800_000_000_000 % 60_000;
+    let now: i64 = 1_800_000_040_000 - 1_800_000_040_000 % 60_000;
     let clock = Arc::new(ManualClock::new(now as u64));
     let dashboard = start(&dir, &clock, |c| {
         c.second_retention_secs = 3600;
