@@ -8,11 +8,13 @@
 //! The window ends at the last whole second at least [`LAG_MS`] ago, and starts [`OVERLAP_MS`] before
 //! the newest second already taken from the machine: agents write a second once it is complete, and
 //! can be a second or two late, so the overlap picks up what a late agent adds. The seconds taken are
-//! remembered per machine, and a second already taken is never sent again. On a machine's first
-//! fetch the window starts after the newest second stored for its app (a restarted dashboard does not
-//! count a second twice), and never more than [`MAX_CATCH_UP_MS`] back.
+//! remembered per machine, and a second already taken is never sent again. When the fetcher first
+//! sees an app it reads the newest second stored for it, and its machines' windows start after that
+//! (a restarted dashboard does not count a second twice), never more than [`MAX_CATCH_UP_MS`] back.
+//! A machine's record outlives a spell of ill health by [`FORGET_AFTER_MS`], so a machine that comes
+//! back is not asked again for seconds already taken.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,6 +35,8 @@ pub const LAG_MS: i64 = 1000;
 pub const OVERLAP_MS: i64 = 3000;
 /// The oldest second a window reaches back to.
 pub const MAX_CATCH_UP_MS: i64 = 60_000;
+/// How long the record of a machine no longer healthy is kept.
+pub const FORGET_AFTER_MS: i64 = 10 * 60_000;
 
 /// What is known of one machine's seconds.
 #[derive(Debug, Default)]
@@ -55,10 +59,21 @@ pub struct Window {
 }
 
 impl Cursor {
-    /// The window to ask for at `now`, given the cursor's `floor` is known.
-    fn window(&self, now: i64, floor: i64) -> Window {
+    /// A machine's record, taking no second at or before `floor`.
+    fn new(floor: Option<i64>) -> Cursor {
+        Cursor {
+            floor,
+            ..Cursor::default()
+        }
+    }
+
+    /// The window to ask for at `now`.
+    fn window(&self, now: i64) -> Window {
         let end = floor_second(now - LAG_MS);
-        let mut start = (floor + 1000).max(end - MAX_CATCH_UP_MS);
+        let mut start = end - MAX_CATCH_UP_MS;
+        if let Some(floor) = self.floor {
+            start = start.max(floor + 1000);
+        }
         if let Some(newest) = self.newest {
             start = start.max(newest + 1000 - OVERLAP_MS);
         }
@@ -98,7 +113,10 @@ pub async fn run(state: AppState, mut stopped: watch::Receiver<bool>) {
     let permits = Arc::new(Semaphore::new(
         usize::try_from(state.config.agent_concurrency).unwrap_or(64),
     ));
-    let mut cursors: HashMap<i64, Arc<Mutex<Cursor>>> = HashMap::new();
+    // Per machine: its record and when it was last healthy.
+    let mut cursors: HashMap<i64, (Arc<Mutex<Cursor>>, i64)> = HashMap::new();
+    // Per app: the newest second stored when the fetcher first saw it.
+    let mut app_floors: HashMap<i64, Option<i64>> = HashMap::new();
     let mut tasks = JoinSet::new();
     let mut tick = tokio::time::interval(Duration::from_millis(state.config.fetch_interval_ms));
     tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
@@ -109,6 +127,7 @@ pub async fn run(state: AppState, mut stopped: watch::Receiver<bool>) {
             _ = tick.tick() => {}
         }
         while tasks.try_join_next().is_some() {}
+        let now = state.now_ms();
         let machines = match state.db.healthy_machines(None, state.healthy_since()).await {
             Ok(machines) => machines,
             Err(e) => {
@@ -116,12 +135,27 @@ pub async fn run(state: AppState, mut stopped: watch::Receiver<bool>) {
                 continue;
             }
         };
-        let healthy: HashSet<i64> = machines.iter().map(|m| m.id).collect();
-        cursors.retain(|id, _| healthy.contains(id));
+        cursors.retain(|_, (_, seen)| *seen >= now - FORGET_AFTER_MS);
         for machine in machines {
-            let cursor = cursors.entry(machine.id).or_default().clone();
+            let floor = match app_floors.get(&machine.app_id) {
+                Some(floor) => *floor,
+                None => {
+                    let oldest = floor_second(now - LAG_MS) - MAX_CATCH_UP_MS;
+                    match state.db.last_metric_second(machine.app_id, oldest).await {
+                        Ok(floor) => *app_floors.entry(machine.app_id).or_insert(floor),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "cannot read the newest stored second");
+                            continue;
+                        }
+                    }
+                }
+            };
+            let (cursor, seen) = cursors
+                .entry(machine.id)
+                .or_insert_with(|| (Arc::new(Mutex::new(Cursor::new(floor))), now));
+            *seen = now;
             // Held by the fetch task: a machine whose last fetch still runs is left for a later tick.
-            let Ok(cursor) = cursor.try_lock_owned() else {
+            let Ok(cursor) = cursor.clone().try_lock_owned() else {
                 continue;
             };
             tasks.spawn(fetch_machine(
@@ -161,8 +195,6 @@ enum FetchError {
     Address,
     #[error("the fetcher is stopping")]
     Stopping,
-    #[error("database: {0}")]
-    Db(#[from] sqlx::Error),
     #[error("call: {0}")]
     Call(#[from] crate::agent_client::CallError),
     #[error("answer: {0}")]
@@ -181,19 +213,7 @@ async fn fetch(
         return Err(FetchError::Address);
     }
     let _permit = permits.acquire().await.map_err(|_| FetchError::Stopping)?;
-    let now = state.now_ms();
-    let floor = match cursor.floor {
-        Some(floor) => floor,
-        None => {
-            // First fetch since the start: after what is stored for the app, within the catch-up.
-            let oldest = floor_second(now - LAG_MS) - MAX_CATCH_UP_MS;
-            let stored = state.db.last_metric_second(machine.app_id, oldest).await?;
-            let floor = stored.unwrap_or(oldest - 1000);
-            cursor.floor = Some(floor);
-            floor
-        }
-    };
-    let window = cursor.window(now, floor);
+    let window = cursor.window(state.now_ms());
     if window.start > window.end {
         return Ok(());
     }
@@ -240,13 +260,10 @@ mod tests {
 
     #[test]
     fn windows_overlap_and_seconds_are_taken_once() {
-        let mut cursor = Cursor {
-            floor: Some(99_000),
-            ..Cursor::default()
-        };
+        let mut cursor = Cursor::new(Some(99_000));
         // First window: from after the floor to the last second at least 1 s ago.
         assert_eq!(
-            cursor.window(110_500, 99_000),
+            cursor.window(110_500),
             Window {
                 start: 100_000,
                 end: 109_000
@@ -256,17 +273,18 @@ mod tests {
         assert!(!cursor.wants(107_000) && !cursor.wants(104_000));
         assert!(cursor.wants(106_000) && cursor.wants(108_000));
         // The next window re-reads the seconds just before the newest taken.
-        assert_eq!(cursor.window(111_200, 104_000).start, 105_000);
+        assert_eq!(cursor.window(111_200).start, 105_000);
         cursor.took([108_000]);
         assert_eq!(cursor.floor, Some(105_000));
         assert_eq!(
             cursor.taken.iter().copied().collect::<Vec<_>>(),
             [107_000, 108_000]
         );
-        // Far behind: at most a minute back.
+        // Far behind: at most a minute back; without a floor, a minute back.
         assert_eq!(
-            cursor.window(1_000_000, 105_000).start,
-            999_000 - MAX_CATCH_UP_MS
+            Cursor::new(None).window(110_500).start,
+            109_000 - MAX_CATCH_UP_MS
         );
+        assert_eq!(cursor.window(1_000_000).start, 999_000 - MAX_CATCH_UP_MS);
     }
 }

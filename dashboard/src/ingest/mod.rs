@@ -250,10 +250,6 @@ impl Writer {
             tokio::select! {
                 biased;
                 () = stopping(&mut stopped) => break,
-                message = self.rx.recv() => match message {
-                    Some(message) => core.handle(message).await,
-                    None => break,
-                },
                 _ = flush.tick() => core.commit().await,
                 _ = retention.tick() => {
                     core.commit().await;
@@ -267,6 +263,12 @@ impl Writer {
                     log_summary(&last, &now);
                     last = now;
                 }
+                // Last: the timers above are rarely ready, so a steady stream of batches cannot
+                // hold back a commit.
+                message = self.rx.recv() => match message {
+                    Some(message) => core.handle(message).await,
+                    None => break,
+                },
             }
         }
         // Stopping: what the fetch tasks queued is still written.
