@@ -23,6 +23,10 @@ pub use rules::{HistoryRecord, NewRule, StoredRule};
 pub use sessions::SessionUser;
 pub use tokens::{ApiToken, TokenUser};
 pub use users::{User, UserChange, is_unique_violation};
+pub use metrics::{
+    AppSecond, MINUTE_MS, MetricPoint, MetricSums, ResourceActivity, ResourceIds, SecondRow,
+    WriteOutcome,
+};
 
 /// The dashboard's database.
 #[derive(Debug, Clone)]
