@@ -18,15 +18,15 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 
 pub use apps::{App, HeartbeatRecord, Machine};
 pub use history::HistoryEntry;
+pub use metrics::{
+    AppSecond, MINUTE_MS, MetricPoint, MetricSums, ResourceActivity, ResourceIds, SecondRow,
+    WriteOutcome,
+};
 pub use pushes::PushRecord;
 pub use rules::{HistoryRecord, NewRule, StoredRule};
 pub use sessions::SessionUser;
 pub use tokens::{ApiToken, TokenUser};
 pub use users::{User, UserChange, is_unique_violation};
-pub use metrics::{
-    AppSecond, MINUTE_MS, MetricPoint, MetricSums, ResourceActivity, ResourceIds, SecondRow,
-    WriteOutcome,
-};
 
 /// The dashboard's database.
 #[derive(Debug, Clone)]
