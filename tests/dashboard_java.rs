@@ -10,7 +10,7 @@ use floodgate::RuleType;
 use floodgate_dashboard::events::Event;
 use serde_json::{Value, json};
 use support::java_client::JavaClient;
-use support::{ADMIN_PASSWORD, Client, Running, config, free_port, wait_for};
+use support::{ADMIN_PASSWORD, Client, Running, config, free_port, wait_for, wait_until};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_java_client_registers_is_charted_and_takes_pushes() {
@@ -53,15 +53,8 @@ async fn a_java_client_registers_is_charted_and_takes_pushes() {
         )
         .await;
     assert_eq!(created.status, 201, "{}", created.text);
-    wait_for(&mut events, "the flow push", |e| {
-        matches!(
-            e,
-            Event::Pushed {
-                rule_type: RuleType::Flow,
-                ok: true,
-                ..
-            }
-        )
+    wait_until(&mut events, "the flow push", || {
+        java.rules("flow").contains("a+b %2B c")
     })
     .await;
     let held: Value = serde_json::from_str(&java.rules("flow")).unwrap();
@@ -90,12 +83,7 @@ async fn a_java_client_registers_is_charted_and_takes_pushes() {
             .post(&format!("/api/apps/sentinel-demo-app/rules/{t}"), rule)
             .await;
         assert_eq!(a.status, 201, "{t}: {}", a.text);
-        wait_for(
-            &mut events,
-            "the push",
-            |e| matches!(e, Event::Pushed { rule_type, ok: true, .. } if rule_type.as_str() == t),
-        )
-        .await;
+        wait_until(&mut events, "the push", || java.rules(t) != "[]").await;
         assert_ne!(java.rules(t), "[]", "{t} arrived");
     }
     let param = admin
@@ -134,15 +122,8 @@ async fn a_java_client_registers_is_charted_and_takes_pushes() {
     admin
         .delete(&format!("/api/apps/sentinel-demo-app/rules/authority/{id}"))
         .await;
-    wait_for(&mut events, "the empty authority push", |e| {
-        matches!(
-            e,
-            Event::Pushed {
-                rule_type: RuleType::Authority,
-                ok: true,
-                ..
-            }
-        )
+    wait_until(&mut events, "the empty authority push", || {
+        java.rules("authority") == "[]"
     })
     .await;
     assert_eq!(java.rules("authority"), "[]");

@@ -226,3 +226,21 @@ pub async fn heartbeat(base: &str, form: &[(&str, &str)]) -> u16 {
         .status()
         .as_u16()
 }
+
+/// Waits until `done` holds, checking it again after each event of the dashboard's.
+pub async fn wait_until(
+    events: &mut broadcast::Receiver<Event>,
+    what: &str,
+    mut done: impl FnMut() -> bool,
+) {
+    let found = tokio::time::timeout(PATIENCE, async {
+        while !done() {
+            match events.recv().await {
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => panic!("events closed"),
+            }
+        }
+    })
+    .await;
+    found.unwrap_or_else(|_| panic!("timed out waiting for {what}"))
+}
