@@ -73,7 +73,7 @@ async fn a_java_client_registers_is_charted_and_takes_pushes() {
             "degrade",
             json!({"resource": "POST:/pay", "grade": 2, "count": 3, "timeWindow": 10}),
         ),
-        ("system", json!({"qps": 500})),
+        ("system", json!({"qps": 500, "maxThread": 100})),
         (
             "authority",
             json!({"resource": "POST:/pay", "limitApp": "mobile", "strategy": 1}),
@@ -86,6 +86,27 @@ async fn a_java_client_registers_is_charted_and_takes_pushes() {
         wait_until(&mut events, "the push", || java.rules(t) != "[]").await;
         assert_ne!(java.rules(t), "[]", "{t} arrived");
     }
+    // The client reports its system rule split per dimension: that is how it holds what was pushed,
+    // not a drift to push again at every heartbeat.
+    let system_pushes = || {
+        java.state
+            .lock()
+            .unwrap()
+            .set_rules_bodies
+            .iter()
+            .filter(|b| b.contains("type=system"))
+            .count()
+    };
+    assert_eq!(system_pushes(), 1);
+    for _ in 0..3 {
+        assert_eq!(java.heartbeat(running.addr, "sentinel-demo-app").await, 200);
+        wait_for(&mut events, "the reconciliation", |e| {
+            matches!(e, Event::Reconciled { .. })
+        })
+        .await;
+    }
+    assert_eq!(system_pushes(), 1, "not pushed again");
+
     let param = admin
         .post(
             "/api/apps/sentinel-demo-app/rules/paramFlow",
@@ -216,6 +237,24 @@ async fn a_push_to_a_dead_machine_is_recorded_and_retried_until_it_answers() {
     .await;
     let machines = admin.get("/api/apps/gone/machines").await;
     assert_eq!(machines.body[0]["pushes"]["flow"]["attempts"], 2);
+    // A heartbeat while the retry is pending leaves it to its schedule (the backoff keeps growing).
+    let status = support::heartbeat(
+        &running.base(),
+        &[
+            ("app", "gone"),
+            ("ip", "127.0.0.1"),
+            ("port", &port_text),
+            ("v", "1.8.9"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200);
+    wait_for(&mut events, "the reconciliation", |e| {
+        matches!(e, Event::Reconciled { .. })
+    })
+    .await;
+    let machines = admin.get("/api/apps/gone/machines").await;
+    assert_eq!(machines.body[0]["pushes"]["flow"]["attempts"], 2);
 
     // The machine comes back on its port: a retry lands.
     let java = JavaClient::start(port, &[]).await;
@@ -299,5 +338,33 @@ async fn push_reaches_a_hundred_machines() {
         assert!(java.rules("flow").contains("GET:/r4"));
     }
     println!("rule change to {MACHINES} machines, every one pushed: {samples:?}");
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rules_that_cannot_be_imported_are_shown_not_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let running = Running::start(config(dir.path())).await;
+    let mut events = running.events();
+    let admin = Client::login(&running.base(), "admin", ADMIN_PASSWORD).await;
+    let java = JavaClient::start(0, &[("flow", r#"[{"resource":"x","count":-1.0}]"#)]).await;
+    assert_eq!(java.heartbeat(running.addr, "odd-app").await, 200);
+    wait_for(&mut events, "the reconciliation", |e| {
+        matches!(e, Event::Reconciled { .. })
+    })
+    .await;
+    let flow = admin.get("/api/apps/odd-app/rules/flow").await;
+    assert_eq!(flow.body["managed"], false);
+    let machines = admin.get("/api/apps/odd-app/machines").await;
+    let pushed = &machines.body[0]["pushes"]["flow"];
+    assert_eq!(pushed["status"], "failed");
+    assert!(
+        pushed["message"]
+            .as_str()
+            .unwrap()
+            .contains("could not be imported"),
+        "{pushed}"
+    );
+    assert!(java.rules("flow").contains("\"x\""), "left as it was");
     running.stop().await;
 }

@@ -43,6 +43,14 @@ pub struct Config {
     #[arg(long, env = "FLOODGATE_ALLOW_CIDRS", value_delimiter = ',')]
     pub allow_cidrs: Vec<IpNet>,
 
+    /// The most apps heartbeats may create.
+    #[arg(long, env = "FLOODGATE_MAX_APPS", default_value_t = 1000, value_parser = clap::value_parser!(i64).range(1..))]
+    pub max_apps: i64,
+
+    /// The most machines one app may have.
+    #[arg(long, env = "FLOODGATE_MAX_MACHINES_PER_APP", default_value_t = 1000, value_parser = clap::value_parser!(i64).range(1..))]
+    pub max_machines_per_app: i64,
+
     /// A machine is healthy (fetched from, pushed to) while its last heartbeat is younger than this
     /// many seconds.
     #[arg(long, env = "FLOODGATE_UNHEALTHY_AFTER_SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
@@ -109,6 +117,14 @@ impl Config {
     /// [`unhealthy_after_secs`](Self::unhealthy_after_secs) in milliseconds.
     pub fn unhealthy_after_ms(&self) -> i64 {
         (self.unhealthy_after_secs * 1000) as i64
+    }
+
+    /// The registry's limits.
+    pub fn registry_limits(&self) -> crate::db::RegistryLimits {
+        crate::db::RegistryLimits {
+            max_apps: self.max_apps,
+            max_machines_per_app: self.max_machines_per_app,
+        }
     }
 
     /// [`agent_timeout_ms`](Self::agent_timeout_ms) as a duration.

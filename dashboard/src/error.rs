@@ -38,6 +38,9 @@ pub enum AppError {
     /// The request conflicts with what is stored (a name taken, a stale version).
     #[error("conflict: {0}")]
     Conflict(String),
+    /// A machine the request needed did not answer, or answered nonsense.
+    #[error("the machine did not answer: {0}")]
+    Upstream(String),
     /// Too many attempts; try again after the given seconds.
     #[error("too many attempts")]
     TooManyRequests {
@@ -71,6 +74,7 @@ impl AppError {
             AppError::NotFound(_) => StatusCode::NOT_FOUND,
             AppError::Conflict(_) => StatusCode::CONFLICT,
             AppError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
+            AppError::Upstream(_) => StatusCode::BAD_GATEWAY,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

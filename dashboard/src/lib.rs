@@ -119,6 +119,13 @@ impl Dashboard {
         let db = Db::open(&config.database_url()).await?;
         let generated_password =
             auth::ensure_first_admin(&db, &config, clock.now_ms() as i64).await?;
+        if config.registration_token.is_none() {
+            tracing::warn!(
+                "registration is open: whoever can reach /registry/machine can register machines \
+                 (and a machine's rules are imported for a type its app does not manage yet); set \
+                 --registration-token, and --allow-cidrs to bound the addresses called"
+            );
+        }
         let config = Arc::new(config);
         let (stop, stopped) = watch::channel(false);
         let events = Events::default();

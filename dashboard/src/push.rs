@@ -30,6 +30,11 @@ use crate::db::{Machine, PushRecord};
 use crate::events::Event;
 use crate::rules::Change;
 
+fn digest(answer: &str) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(answer.as_bytes()).into()
+}
+
 /// The longest wait between two retries of a failed push.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
@@ -105,7 +110,7 @@ impl Pusher {
 #[derive(Debug, Default)]
 struct MachineLocks {
     locks: Mutex<HashMap<i64, Arc<tokio::sync::Mutex<()>>>>,
-    in_sync: Mutex<HashMap<(i64, RuleType), (i64, String)>>,
+    in_sync: Mutex<HashMap<(i64, RuleType), (i64, [u8; 32])>>,
 }
 
 impl MachineLocks {
@@ -123,19 +128,34 @@ impl MachineLocks {
     ) -> bool {
         let map = self.in_sync.lock().unwrap_or_else(|p| p.into_inner());
         map.get(&(machine_id, rule_type))
-            .is_some_and(|(v, a)| *v == version && a == answer)
+            .is_some_and(|(v, d)| *v == version && *d == digest(answer))
     }
 
-    fn set_in_sync(&self, machine_id: i64, rule_type: RuleType, in_sync: Option<(i64, String)>) {
+    /// Remembers `answer` as what the machine says when it holds `version` (`None`: forget).
+    fn set_in_sync(&self, machine_id: i64, rule_type: RuleType, seen: Option<(i64, &str)>) {
         let mut map = self.in_sync.lock().unwrap_or_else(|p| p.into_inner());
-        match in_sync {
-            Some(seen) => {
-                map.insert((machine_id, rule_type), seen);
+        match seen {
+            Some((version, answer)) => {
+                map.insert((machine_id, rule_type), (version, digest(answer)));
             }
             None => {
                 map.remove(&(machine_id, rule_type));
             }
         }
+    }
+}
+
+/// Reports a reconciliation's end to the worker when dropped.
+struct ReconcileDone {
+    tx: mpsc::UnboundedSender<Job>,
+    machine_id: i64,
+}
+
+impl Drop for ReconcileDone {
+    fn drop(&mut self) {
+        let _ = self.tx.send(Job::Reconciled {
+            machine_id: self.machine_id,
+        });
     }
 }
 
@@ -149,7 +169,11 @@ struct Worker {
     state: AppState,
     tx: mpsc::UnboundedSender<Job>,
     locks: Arc<MachineLocks>,
+    /// Calls of pushes after a change or a retry.
     permits: Arc<Semaphore>,
+    /// Reconciliations (each makes up to ten calls, to one machine): apart from `permits`, so that
+    /// machines that accept and never answer cannot hold up the pushes of a change.
+    reconcile_permits: Arc<Semaphore>,
     tasks: JoinSet<()>,
     retries: HashMap<(i64, RuleType), Retry>,
     reconciling: HashSet<i64>,
@@ -158,12 +182,15 @@ struct Worker {
 impl PushWorker {
     /// Runs until `stopped` turns true, then finishes what is queued and in flight.
     pub async fn run(mut self, state: AppState, mut stopped: watch::Receiver<bool>) {
-        let permits = Arc::new(Semaphore::new(state.config.agent_concurrency as usize));
+        let concurrency = state.config.agent_concurrency as usize;
+        let permits = Arc::new(Semaphore::new(concurrency));
+        let reconcile_permits = Arc::new(Semaphore::new(concurrency));
         let mut worker = Worker {
             state,
             tx: self.tx.clone(),
             locks: Arc::default(),
             permits,
+            reconcile_permits,
             tasks: JoinSet::new(),
             retries: HashMap::new(),
             reconciling: HashSet::new(),
@@ -202,12 +229,18 @@ impl Worker {
             Job::AllTypes { app_id } => self.push_app(app_id, &RuleType::ALL).await,
             Job::Reconcile { machine_id } => {
                 if self.reconciling.insert(machine_id) {
-                    let (state, locks, permits, tx) = self.parts();
+                    let (state, locks, _, tx) = self.parts();
+                    let permits = self.reconcile_permits.clone();
                     self.tasks.spawn(async move {
+                        // Sent however the task ends (a panic included), or the machine would
+                        // never be reconciled again.
+                        let _done = ReconcileDone {
+                            tx: tx.clone(),
+                            machine_id,
+                        };
                         if let Ok(_permit) = permits.acquire_owned().await {
                             reconcile(&state, &locks, &tx, machine_id).await;
                         }
-                        let _ = tx.send(Job::Reconciled { machine_id });
                     });
                 }
             }
@@ -280,12 +313,14 @@ impl Worker {
     fn spawn_push(&mut self, machine: Machine, rule_type: RuleType, failed_attempts: u32) {
         let (state, locks, permits, tx) = self.parts();
         self.tasks.spawn(async move {
+            // The machine's lock first: a push waiting behind a slow call to its machine holds no
+            // permit that pushes to other machines need.
+            let lock = locks.of(machine.id);
+            let _one_call_at_a_time = lock.lock().await;
             let Ok(_permit) = permits.acquire_owned().await else {
                 return;
             };
-            let lock = locks.of(machine.id);
-            let _one_call_at_a_time = lock.lock().await;
-            let failed = push(&state, &machine, rule_type, failed_attempts).await;
+            let failed = push(&state, &machine, &locks, rule_type, failed_attempts).await;
             let _ = tx.send(Job::Pushed {
                 machine_id: machine.id,
                 rule_type,
@@ -347,10 +382,15 @@ async fn stored_list(
 }
 
 /// Pushes the stored list of `rule_type` to `machine` (the caller holds the machine's lock) and
-/// records the outcome. Returns the failed attempts so far when it failed and should be retried.
+/// records the outcome. After a push the machine took, its rules are read back and remembered as what
+/// it says when it holds this version: a client that reports rules in a form of its own (a Java
+/// client splits a system rule per dimension, keeps one authority rule per resource) is then not
+/// found drifting, and pushed again, at every heartbeat. Returns the failed attempts so far when it
+/// failed and should be retried.
 async fn push(
     state: &AppState,
     machine: &Machine,
+    locks: &MachineLocks,
     rule_type: RuleType,
     failed_attempts: u32,
 ) -> Option<u32> {
@@ -362,12 +402,18 @@ async fn push(
             return Some(failed_attempts + 1);
         }
     };
+    locks.set_in_sync(machine.id, rule_type, None);
     let now = state.now_ms();
     let (ok, message, retry) = match target(state, machine) {
         Err(reason) => (false, reason, false),
         Ok(target) => match state.agents.set_rules(&target, rule_type, &json).await {
-            Ok(answer) => (true, answer, false),
-            Err(CallError::NotSupported) => (true, "not supported".to_owned(), false),
+            Ok(answer) => {
+                if let Ok(reported) = state.agents.get_rules(&target, rule_type).await {
+                    locks.set_in_sync(machine.id, rule_type, Some((version, &reported)));
+                }
+                (true, answer, false)
+            }
+            Err(CallError::NotSupported) => (true, NOT_SUPPORTED.to_owned(), false),
             Err(e) => (false, e.to_string(), true),
         },
     };
@@ -402,6 +448,9 @@ async fn push(
     retry.then_some(attempts)
 }
 
+/// What a push record says for a type the machine does not have.
+pub const NOT_SUPPORTED: &str = "not supported";
+
 /// Reconciles one machine: see the module docs.
 async fn reconcile(
     state: &AppState,
@@ -430,44 +479,63 @@ async fn reconcile(
                 continue;
             }
         };
+        let last = state
+            .db
+            .push_of(machine.id, rule_type.as_str())
+            .await
+            .ok()
+            .flatten();
+        // A failed push of this very list is being retried on its schedule: leave it to the retry.
+        if let (Some((version, _)), Some(last)) = (&stored, &last)
+            && !last.ok
+            && last.version == *version
+            && last.next_retry_at.is_some_and(|at| at > state.now_ms())
+        {
+            continue;
+        }
         let reported = state.agents.get_rules(&target, rule_type).await;
-        match (stored, reported) {
+        let needs_push = match (stored, reported) {
             (stored, Err(CallError::NotSupported)) => {
                 let version = stored.map_or(0, |(v, _)| v);
-                record_unchanged(state, &machine, rule_type, version, "not supported").await;
+                record_unchanged(state, &machine, rule_type, version, NOT_SUPPORTED).await;
+                None
             }
-            (None, Ok(json)) => import(state, &machine, rule_type, &json).await,
-            (None, Err(_)) => {}
+            (None, Ok(json)) => {
+                import(state, &machine, rule_type, &json).await;
+                None
+            }
+            (None, Err(_)) => None,
             (Some((version, stored_json)), Ok(json)) => {
                 let validator = &state.rules.validator;
                 let same = locks.known_in_sync(machine_id, rule_type, version, &json)
                     || validator.canonical_list(rule_type, &json)
                         == validator.canonical_list(rule_type, &stored_json);
                 if same {
-                    locks.set_in_sync(machine_id, rule_type, Some((version, json)));
+                    locks.set_in_sync(machine_id, rule_type, Some((version, &json)));
                     record_unchanged(state, &machine, rule_type, version, "in sync").await;
+                    None
                 } else {
-                    locks.set_in_sync(machine_id, rule_type, None);
                     tracing::info!(
                         machine = machine.id, ip = %machine.ip, port = machine.port, %rule_type,
                         "machine's rules differ from the stored ones; pushing"
                     );
-                    let failed = push(state, &machine, rule_type, 0).await;
-                    let _ = tx.send(Job::Pushed {
-                        machine_id,
-                        rule_type,
-                        failed_attempts: failed,
-                    });
+                    Some(version)
                 }
             }
-            (Some(_), Err(_)) => {
-                let failed = push(state, &machine, rule_type, 0).await;
-                let _ = tx.send(Job::Pushed {
-                    machine_id,
-                    rule_type,
-                    failed_attempts: failed,
-                });
-            }
+            (Some((version, _)), Err(_)) => Some(version),
+        };
+        if let Some(version) = needs_push {
+            // Failures of this same list so far count, so that the backoff keeps growing for a
+            // machine that heartbeats but cannot be called back.
+            let failed = last
+                .filter(|l| !l.ok && l.version == version)
+                .map_or(0, |l| u32::try_from(l.attempts).unwrap_or(u32::MAX));
+            let failed = push(state, &machine, locks, rule_type, failed).await;
+            let _ = tx.send(Job::Pushed {
+                machine_id,
+                rule_type,
+                failed_attempts: failed,
+            });
         }
     }
 }
@@ -505,6 +573,7 @@ async fn record_unchanged(
 async fn import(state: &AppState, machine: &Machine, rule_type: RuleType, json: &str) {
     let Ok(Value::Array(items)) = serde_json::from_str::<Value>(json) else {
         tracing::warn!(machine = machine.id, %rule_type, "machine's rules are not a JSON array; not imported");
+        record_not_imported(state, machine, rule_type, "its answer is not a JSON array").await;
         return;
     };
     if items.is_empty() {
@@ -535,7 +604,27 @@ async fn import(state: &AppState, machine: &Machine, rule_type: RuleType, json: 
         Ok(None) => {}
         Err(e) => {
             tracing::warn!(machine = machine.id, %rule_type, error = %e, "machine's rules not imported");
+            record_not_imported(state, machine, rule_type, &e.to_string()).await;
         }
+    }
+}
+
+/// Records that `machine`'s rules of a type the app does not manage could not be imported: they stay
+/// on the machine until a user saves a list of that type, which then replaces them, so the pages
+/// must show it.
+async fn record_not_imported(state: &AppState, machine: &Machine, rule_type: RuleType, why: &str) {
+    let record = PushRecord {
+        machine_id: machine.id,
+        rule_type: rule_type.as_str().to_owned(),
+        version: 0,
+        ok: false,
+        message: format!("its rules could not be imported: {why}"),
+        attempts: 1,
+        at: state.now_ms(),
+        next_retry_at: None,
+    };
+    if let Err(e) = state.db.record_push(&record).await {
+        tracing::error!(error = %e, "cannot record a push");
     }
 }
 

@@ -94,6 +94,7 @@ async fn start(dir: &tempfile::TempDir) -> Dashboard {
                 agent_token: None,
             },
             NOW as i64,
+            d.state().config.registry_limits(),
         )
         .await
         .unwrap();

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use floodgate_core::ManualClock;
-use floodgate_dashboard::db::{HeartbeatRecord, MetricPoint};
+use floodgate_dashboard::db::{HeartbeatRecord, MetricPoint, Recorded};
 use floodgate_dashboard::events::Event;
 use floodgate_dashboard::ingest::{Batch, MetricLine};
 use floodgate_dashboard::{AppState, Config, Dashboard};
@@ -123,7 +123,7 @@ fn line(sec: i64, resource: &str, n: i64, block: i64, rt: i64) -> String {
 
 /// Registers a machine of `app` at 127.0.0.1:`port` (a heartbeat now).
 async fn register(state: &AppState, app: &str, port: u16) -> (i64, i64) {
-    let (machine, _) = state
+    let Recorded::Machine { machine, .. } = state
         .db
         .record_heartbeat(
             &HeartbeatRecord {
@@ -136,9 +136,13 @@ async fn register(state: &AppState, app: &str, port: u16) -> (i64, i64) {
                 agent_token: None,
             },
             state.now_ms(),
+            state.config.registry_limits(),
         )
         .await
-        .unwrap();
+        .unwrap()
+    else {
+        panic!("not recorded")
+    };
     (machine.id, machine.app_id)
 }
 

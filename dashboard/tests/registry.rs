@@ -140,3 +140,38 @@ async fn heartbeats_are_forms() {
     assert!(d.state().db.apps().await.unwrap().is_empty());
     d.shutdown().await;
 }
+
+#[tokio::test]
+async fn heartbeats_cannot_grow_the_registry_past_its_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = start(&dir, |c| {
+        c.max_apps = 1;
+        c.max_machines_per_app = 2;
+    })
+    .await;
+    assert_eq!(
+        post(&d, "app=a&ip=127.0.0.1&port=1").await.0,
+        StatusCode::OK
+    );
+    assert_eq!(
+        post(&d, "app=a&ip=127.0.0.1&port=2").await.0,
+        StatusCode::OK
+    );
+    let (status, answer) = post(&d, "app=a&ip=127.0.0.1&port=3").await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(answer["msg"], "too many machines for this app");
+    assert_eq!(
+        post(&d, "app=b&ip=127.0.0.1&port=1").await.0,
+        StatusCode::FORBIDDEN
+    );
+    // Known machines keep heartbeating.
+    assert_eq!(
+        post(&d, "app=a&ip=127.0.0.1&port=2").await.0,
+        StatusCode::OK
+    );
+    let db = &d.state().db;
+    let apps = db.apps().await.unwrap();
+    assert_eq!(apps.len(), 1);
+    assert_eq!(db.machines_of_app(apps[0].id).await.unwrap().len(), 2);
+    d.shutdown().await;
+}

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use floodgate_core::{ManualClock, RuleType};
-use floodgate_dashboard::db::HeartbeatRecord;
+use floodgate_dashboard::db::{HeartbeatRecord, Recorded};
 use floodgate_dashboard::rules::Change;
 use floodgate_dashboard::{AppError, AppState, Config, Dashboard};
 use serde_json::{Value, json};
@@ -22,7 +22,7 @@ async fn start(dir: &tempfile::TempDir) -> (Dashboard, i64) {
     let d = Dashboard::start_with_clock(config, Arc::new(ManualClock::new(NOW)))
         .await
         .unwrap();
-    let (machine, _) = d
+    let Recorded::Machine { machine, .. } = d
         .state()
         .db
         .record_heartbeat(
@@ -36,9 +36,13 @@ async fn start(dir: &tempfile::TempDir) -> (Dashboard, i64) {
                 agent_token: None,
             },
             NOW as i64,
+            d.state().config.registry_limits(),
         )
         .await
-        .unwrap();
+        .unwrap()
+    else {
+        panic!("not recorded")
+    };
     (d, machine.app_id)
 }
 

@@ -144,6 +144,32 @@ impl JavaClient {
     }
 }
 
+/// As Java's `SystemRuleManager` reports what it loaded: one rule per dimension set (the others -1),
+/// not the rules as sent.
+fn split_system_rules(rules: &serde_json::Value) -> serde_json::Value {
+    const DIMENSIONS: [&str; 5] = [
+        "highestSystemLoad",
+        "highestCpuUsage",
+        "qps",
+        "avgRt",
+        "maxThread",
+    ];
+    let mut out = Vec::new();
+    for rule in rules.as_array().into_iter().flatten() {
+        for dim in DIMENSIONS {
+            if rule[dim].as_f64().is_some_and(|v| v >= 0.0) {
+                let mut one = serde_json::json!({
+                    "avgRt": -1, "highestCpuUsage": -1.0, "highestSystemLoad": -1.0,
+                    "maxThread": -1, "qps": -1.0, "regex": false,
+                });
+                one[dim] = rule[dim].clone();
+                out.push(one);
+            }
+        }
+    }
+    serde_json::Value::Array(out)
+}
+
 async fn serve(mut stream: TcpStream, state: Arc<Mutex<JavaState>>) -> std::io::Result<()> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
@@ -210,7 +236,12 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<JavaState>>) -> std::io::
                         .unwrap_or_else(|| "[]".into());
                     match serde_json::from_str::<serde_json::Value>(&data) {
                         Ok(v) if v.is_array() => {
-                            s.rules.insert(t, v.to_string());
+                            let held = if t == "system" {
+                                split_system_rules(&v)
+                            } else {
+                                v
+                            };
+                            s.rules.insert(t, held.to_string());
                             answer("200 OK", "success")
                         }
                         _ => answer("500 Internal Server Error", "Command server error"),

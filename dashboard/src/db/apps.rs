@@ -57,6 +57,32 @@ impl std::fmt::Debug for Machine {
     }
 }
 
+/// The most apps, and machines per app, heartbeats may create (they arrive unauthenticated unless a
+/// registration token is set: without a bound, a stranger could grow the database at will).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RegistryLimits {
+    /// The most apps.
+    pub max_apps: i64,
+    /// The most machines of one app.
+    pub max_machines_per_app: i64,
+}
+
+/// What [`Db::record_heartbeat`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recorded {
+    /// The heartbeat was recorded.
+    Machine {
+        /// The machine, as stored now.
+        machine: Machine,
+        /// Its previous heartbeat; `None` for a machine seen for the first time.
+        previous: Option<i64>,
+    },
+    /// A new app would exceed the limit; nothing was recorded.
+    TooManyApps,
+    /// A new machine would exceed its app's limit; nothing was recorded.
+    TooManyMachines,
+}
+
 /// What a heartbeat stores.
 #[derive(Debug, Clone)]
 pub struct HeartbeatRecord<'a> {
@@ -89,23 +115,46 @@ macro_rules! select_machines {
 }
 
 impl Db {
-    /// Records a heartbeat at `now`: the app and machine are created when new. Returns the machine and
-    /// its previous heartbeat (`None` for a machine seen for the first time).
+    /// Records a heartbeat at `now`: the app and machine are created when new, unless that would make
+    /// more than `limits` apps or machines of the app. Returns the machine and its previous heartbeat
+    /// (`None` for a machine seen for the first time).
     pub async fn record_heartbeat(
         &self,
         hb: &HeartbeatRecord<'_>,
         now: i64,
-    ) -> Result<(Machine, Option<i64>), sqlx::Error> {
+        limits: RegistryLimits,
+    ) -> Result<Recorded, sqlx::Error> {
         let mut tx = self.write().await?;
-        let app_id: i64 = sqlx::query_scalar(
-            "INSERT INTO apps (name, app_type, created_at) VALUES (?, ?, ?) \
-             ON CONFLICT (name) DO UPDATE SET app_type = excluded.app_type RETURNING id",
-        )
-        .bind(hb.app)
-        .bind(hb.app_type)
-        .bind(now)
-        .fetch_one(&mut *tx)
-        .await?;
+        let existing: Option<i64> = sqlx::query_scalar("SELECT id FROM apps WHERE name = ?")
+            .bind(hb.app)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let app_id = match existing {
+            Some(id) => {
+                sqlx::query("UPDATE apps SET app_type = ? WHERE id = ?")
+                    .bind(hb.app_type)
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+                id
+            }
+            None => {
+                let apps: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM apps")
+                    .fetch_one(&mut *tx)
+                    .await?;
+                if apps >= limits.max_apps {
+                    return Ok(Recorded::TooManyApps);
+                }
+                sqlx::query_scalar(
+                    "INSERT INTO apps (name, app_type, created_at) VALUES (?, ?, ?) RETURNING id",
+                )
+                .bind(hb.app)
+                .bind(hb.app_type)
+                .bind(now)
+                .fetch_one(&mut *tx)
+                .await?
+            }
+        };
         let previous: Option<i64> = sqlx::query_scalar(
             "SELECT last_heartbeat FROM machines WHERE app_id = ? AND ip = ? AND port = ?",
         )
@@ -114,6 +163,16 @@ impl Db {
         .bind(i64::from(hb.port))
         .fetch_optional(&mut *tx)
         .await?;
+        if previous.is_none() {
+            let machines: i64 =
+                sqlx::query_scalar("SELECT COUNT(*) FROM machines WHERE app_id = ?")
+                    .bind(app_id)
+                    .fetch_one(&mut *tx)
+                    .await?;
+            if machines >= limits.max_machines_per_app {
+                return Ok(Recorded::TooManyMachines);
+            }
+        }
         let id: i64 = sqlx::query_scalar(
             "INSERT INTO machines (app_id, ip, port, hostname, sentinel_version, agent_token, \
                                    first_seen, last_heartbeat) \
@@ -135,7 +194,7 @@ impl Db {
         .await?;
         tx.commit().await?;
         let machine = self.machine(id).await?.ok_or(sqlx::Error::RowNotFound)?;
-        Ok((machine, previous))
+        Ok(Recorded::Machine { machine, previous })
     }
 
     /// Every app, by name.

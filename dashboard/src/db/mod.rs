@@ -16,7 +16,7 @@ use std::time::Duration;
 use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
-pub use apps::{App, HeartbeatRecord, Machine};
+pub use apps::{App, HeartbeatRecord, Machine, Recorded, RegistryLimits};
 pub use history::HistoryEntry;
 pub use metrics::{
     AppSecond, MINUTE_MS, MetricPoint, MetricSums, ResourceActivity, ResourceIds, SecondRow,

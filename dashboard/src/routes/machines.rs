@@ -166,7 +166,7 @@ struct ResourcesQuery {
 }
 
 fn agent_failure(e: CallError) -> AppError {
-    AppError::Conflict(format!("the machine did not answer: {e}"))
+    AppError::Upstream(e.to_string())
 }
 
 async fn resources(
@@ -188,13 +188,10 @@ async fn resources(
         _ => return Err(AppError::field("view", "must be tree or list")),
     }
     .map_err(agent_failure)?;
-    let nodes: Value = serde_json::from_str(&text).map_err(|_| {
-        AppError::Conflict("the machine answered something that is not JSON".into())
-    })?;
+    let nodes: Value = serde_json::from_str(&text)
+        .map_err(|_| AppError::Upstream("its answer is not JSON".into()))?;
     if !nodes.is_array() {
-        return Err(AppError::Conflict(
-            "the machine's answer is not a list".into(),
-        ));
+        return Err(AppError::Upstream("its answer is not a list".into()));
     }
     Ok(Json(nodes))
 }

@@ -11,7 +11,7 @@ use axum::{Json, Router};
 use serde_json::json;
 
 use crate::AppState;
-use crate::db::HeartbeatRecord;
+use crate::db::{HeartbeatRecord, Recorded};
 use crate::events::Event;
 use crate::registry::parse_heartbeat;
 
@@ -95,19 +95,32 @@ async fn heartbeat(
         sentinel_version: &registration.sentinel_version,
         agent_token: registration.token.as_deref(),
     };
-    match state.db.record_heartbeat(&record, state.now_ms()).await {
-        Ok((machine, previous)) => {
+    let limits = state.config.registry_limits();
+    match state
+        .db
+        .record_heartbeat(&record, state.now_ms(), limits)
+        .await
+    {
+        Ok(Recorded::Machine { machine, previous }) => {
             let first = previous.is_none();
             let was_unhealthy = previous.is_some_and(|p| p < state.healthy_since());
+            if first || was_unhealthy {
+                tracing::info!(app = %machine.app, ip = %machine.ip, port = machine.port, first, "machine registered");
+            }
             state.events.send(Event::Heartbeat {
                 machine_id: machine.id,
                 first,
             });
-            if first || was_unhealthy {
-                tracing::info!(app = %machine.app, ip = %machine.ip, port = machine.port, first, "machine registered");
-            }
             state.pusher.reconcile(machine.id);
             answer(StatusCode::OK, "success")
+        }
+        Ok(Recorded::TooManyApps) => {
+            tracing::warn!(target: "floodgate_dashboard::audit", app = %registration.app, "heartbeat refused: too many apps");
+            answer(StatusCode::FORBIDDEN, "too many apps")
+        }
+        Ok(Recorded::TooManyMachines) => {
+            tracing::warn!(target: "floodgate_dashboard::audit", app = %registration.app, "heartbeat refused: too many machines");
+            answer(StatusCode::FORBIDDEN, "too many machines for this app")
         }
         Err(e) => {
             tracing::error!(error = %e, "heartbeat not recorded");

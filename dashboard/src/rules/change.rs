@@ -128,10 +128,12 @@ impl RuleBook {
             Change::Replace(items) => {
                 for item in items {
                     let (id, rule) = without_id(item);
-                    let id = id.filter(|id| current.iter().any(|r| r.id == *id));
-                    if id.is_some() && list.iter().any(|(other, _)| *other == id) {
-                        return Err(AppError::field("id", "names the same rule twice"));
-                    }
+                    // An id keeps its rule when it is one of the current rules' and not taken by an
+                    // earlier item; otherwise the item is a new rule.
+                    let id = id.filter(|id| {
+                        current.iter().any(|r| r.id == *id)
+                            && !list.iter().any(|(other, _)| *other == Some(*id))
+                    });
                     list.push((id, rule));
                 }
             }

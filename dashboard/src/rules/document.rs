@@ -6,7 +6,8 @@
 //! ```
 //!
 //! An import validates every type present before it changes any; a type left out is left alone.
-//! Rules carrying the id of one of the app's current rules keep it.
+//! Rules carrying the id of one of the app's current rules keep it (once: a repeated id is a new
+//! rule), so that once the document is valid, applying it cannot fail on its content.
 
 use floodgate_core::RuleType;
 use serde_json::{Map, Value};
