@@ -107,10 +107,13 @@ impl Pusher {
 /// What the pusher keeps per machine: a lock, so that its calls do not overtake one another, and the
 /// last answer of each type found in sync with the stored list (at that version), so that a heartbeat
 /// that finds the same answer again is settled without validating both lists once more.
+/// A version and the digest of the answer a machine gave while it held it.
+type SeenInSync = (i64, [u8; 32]);
+
 #[derive(Debug, Default)]
 struct MachineLocks {
     locks: Mutex<HashMap<i64, Arc<tokio::sync::Mutex<()>>>>,
-    in_sync: Mutex<HashMap<(i64, RuleType), (i64, [u8; 32])>>,
+    in_sync: Mutex<HashMap<(i64, RuleType), SeenInSync>>,
 }
 
 impl MachineLocks {
