@@ -104,12 +104,12 @@ impl Pusher {
     }
 }
 
-/// What the pusher keeps per machine: a lock, so that its calls do not overtake one another, and the
-/// last answer of each type found in sync with the stored list (at that version), so that a heartbeat
-/// that finds the same answer again is settled without validating both lists once more.
 /// A version and the digest of the answer a machine gave while it held it.
 type SeenInSync = (i64, [u8; 32]);
 
+/// What the pusher keeps per machine: a lock, so that its calls do not overtake one another, and the
+/// last answer of each type found in sync with the stored list (at that version), so that a heartbeat
+/// that finds the same answer again is settled without validating both lists once more.
 #[derive(Debug, Default)]
 struct MachineLocks {
     locks: Mutex<HashMap<i64, Arc<tokio::sync::Mutex<()>>>>,
