@@ -42,7 +42,10 @@ impl Db {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(10))
-            .foreign_keys(true);
+            .foreign_keys(true)
+            // After a checkpoint the write-ahead log is truncated to this size (64 MiB) instead of
+            // staying as large as the largest burst of writes made it.
+            .pragma("journal_size_limit", "67108864");
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
             .connect_with(options)
