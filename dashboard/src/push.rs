@@ -616,12 +616,17 @@ async fn import(state: &AppState, machine: &Machine, rule_type: RuleType, json: 
 /// on the machine until a user saves a list of that type, which then replaces them, so the pages
 /// must show it.
 async fn record_not_imported(state: &AppState, machine: &Machine, rule_type: RuleType, why: &str) {
+    let message = format!("its rules could not be imported: {why}");
+    let current = state.db.push_of(machine.id, rule_type.as_str()).await;
+    if matches!(&current, Ok(Some(r)) if !r.ok && r.message == message) {
+        return;
+    }
     let record = PushRecord {
         machine_id: machine.id,
         rule_type: rule_type.as_str().to_owned(),
         version: 0,
         ok: false,
-        message: format!("its rules could not be imported: {why}"),
+        message,
         attempts: 1,
         at: state.now_ms(),
         next_retry_at: None,

@@ -31,7 +31,8 @@ fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// A simulated agent: answers `metric?startTime&endTime` with lines of the complete seconds.
+/// A simulated agent: answers `metric?startTime&endTime` with lines of the complete seconds, and
+/// `getRules` / `getParamFlowRules` with no rules.
 async fn agent(seed: usize) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -47,6 +48,18 @@ async fn agent(seed: usize) -> u16 {
                     }
                 }
                 let request = String::from_utf8_lossy(&request).into_owned();
+                if request.starts_with("GET /getRules")
+                    || request.starts_with("GET /getParamFlowRules")
+                {
+                    // What an agent without rules answers the reconciliation at each heartbeat.
+                    let _ = socket
+                        .write_all(
+                            b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n[]",
+                        )
+                        .await;
+                    let _ = socket.shutdown().await;
+                    return;
+                }
                 let (start, end) = window(&request);
                 // Only complete seconds are written, as a Java client's metric log does.
                 let newest = (now_ms() / 1000 - 1) * 1000;

@@ -95,10 +95,15 @@ fn sigterm_stops_it_cleanly_and_the_password_is_printed_once() {
     let dir = tempfile::tempdir().unwrap();
     let (mut first, lines) = start(dir.path());
     assert!(
-        lines.iter().any(|l| l.contains("sign in as `admin` with password")),
+        lines
+            .iter()
+            .any(|l| l.contains("sign in as `admin` with password")),
         "{lines:?}"
     );
-    assert!(terminate(&mut first).success(), "exit status 0 after SIGTERM");
+    assert!(
+        terminate(&mut first).success(),
+        "exit status 0 after SIGTERM"
+    );
     assert!(dir.path().join("floodgate.db").exists());
     let (mut second, lines) = start(dir.path());
     assert!(
