@@ -21,6 +21,7 @@ pub mod error;
 pub mod events;
 pub mod fetch;
 pub mod ingest;
+pub mod pages;
 pub mod push;
 pub mod registry;
 mod routes;

@@ -139,7 +139,25 @@ pub struct AuthState {
 /// A `GET` of a page (not under `/api/`) asking for HTML is sent to `/login` instead of a 401.
 pub async fn require_user(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let (mut parts, body) = request.into_parts();
-    match authenticate(&state, &parts).await {
+    // A page's form carries its CSRF token as the field `_csrf` (a form cannot set a header): the
+    // body is read first, up to the request limit, so that the check sees it.
+    let (body, form_csrf) = if !is_safe(&parts.method) && is_form(&parts) {
+        match axum::body::to_bytes(body, state.config.max_body_bytes).await {
+            Ok(bytes) => {
+                let csrf = form_urlencoded::parse(&bytes)
+                    .find(|(k, _)| k == "_csrf")
+                    .map(|(_, v)| v.into_owned());
+                (axum::body::Body::from(bytes), csrf)
+            }
+            Err(_) => {
+                return AppError::field("body", "is too large or could not be read")
+                    .into_response();
+            }
+        }
+    } else {
+        (body, None)
+    };
+    match authenticate(&state, &parts, form_csrf.as_deref()).await {
         Ok((user, by)) => {
             parts.extensions.insert(user);
             parts.extensions.insert(by);
@@ -152,8 +170,25 @@ pub async fn require_user(State(state): State<AppState>, request: Request, next:
     }
 }
 
+/// Whether `request` carries an `application/x-www-form-urlencoded` body.
+fn is_form(request: &Parts) -> bool {
+    request
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| {
+            v.trim()
+                .eq_ignore_ascii_case("application/x-www-form-urlencoded")
+        })
+}
+
 /// The user and credential of `request`.
-async fn authenticate(state: &AppState, request: &Parts) -> AppResult<(CurrentUser, SignedInBy)> {
+async fn authenticate(
+    state: &AppState,
+    request: &Parts,
+    form_csrf: Option<&str>,
+) -> AppResult<(CurrentUser, SignedInBy)> {
     let headers = &request.headers;
     let now = state.now_ms();
     match session::bearer(headers) {
@@ -182,9 +217,10 @@ async fn authenticate(state: &AppState, request: &Parts) -> AppResult<(CurrentUs
         let presented = headers
             .get(session::CSRF_HEADER)
             .and_then(|v| v.to_str().ok())
+            .or(form_csrf)
             .unwrap_or("");
         if !session::constant_time_eq(presented, &found.csrf_token) {
-            return Err(AppError::Forbidden("missing or wrong X-CSRF-Token"));
+            return Err(AppError::Forbidden("missing or wrong CSRF token"));
         }
     }
     let role = Role::parse(&found.role).ok_or(AppError::Unauthorized)?;

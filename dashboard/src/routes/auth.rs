@@ -289,6 +289,7 @@ async fn logout(
     State(state): State<AppState>,
     by: SignedInBy,
     user: CurrentUser,
+    headers: axum::http::HeaderMap,
 ) -> AppResult<Response> {
     if let SignedInBy::Session { id_hash, .. } = &by {
         state.db.delete_session(id_hash).await?;
@@ -296,6 +297,21 @@ async fn logout(
     }
     let cookie = HeaderValue::from_str(&session::clear_session_cookie(state.config.secure_cookies))
         .map_err(|e| AppError::Internal(e.into()))?;
+    // A page's sign-out form goes back to the sign-in page; a script gets 204.
+    let from_a_form = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
+    if from_a_form {
+        return Ok((
+            StatusCode::SEE_OTHER,
+            [
+                (header::SET_COOKIE, cookie),
+                (header::LOCATION, HeaderValue::from_static("/login")),
+            ],
+        )
+            .into_response());
+    }
     Ok((StatusCode::NO_CONTENT, [(header::SET_COOKIE, cookie)]).into_response())
 }
 

@@ -38,6 +38,7 @@ pub fn app(state: AppState) -> Router {
         .merge(users::router())
         .merge(tokens::router())
         .merge(auth::protected_router())
+        .merge(crate::pages::router())
         .fallback(|| async { AppError::NotFound("page") })
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
