@@ -33,8 +33,5 @@ pub(crate) fn router() -> Router<AppState> {
         .route("/apps/{app}/rules/{type}/{id}/edit", get(rules::edit_form))
         .route("/apps/{app}/rules/{type}/{id}/delete", post(rules::delete))
         .route("/apps/{app}/history", get(history::list))
-        .route(
-            "/apps/{app}/history/{id}/rollback",
-            post(history::rollback),
-        )
+        .route("/apps/{app}/history/{id}/rollback", post(history::rollback))
 }

@@ -59,7 +59,10 @@ const fn required(mut s: Spec) -> Spec {
     s
 }
 
-const GRADE_QPS_THREADS: &[(&str, &str)] = &[("1", "QPS (requests per second)"), ("0", "Concurrent threads")];
+const GRADE_QPS_THREADS: &[(&str, &str)] = &[
+    ("1", "QPS (requests per second)"),
+    ("0", "Concurrent threads"),
+];
 
 const RESOURCE: Spec = required(spec(
     "resource",
@@ -100,7 +103,10 @@ const CLUSTER_THRESHOLD_TYPE: Spec = spec(
     "clusterConfig.thresholdType",
     "Cluster threshold",
     "Cluster mode only: whether the threshold is per machine (averaged) or for the whole cluster.",
-    Kind::Select(&[("0", "Per machine (average)"), ("1", "Whole cluster (global)")]),
+    Kind::Select(&[
+        ("0", "Per machine (average)"),
+        ("1", "Whole cluster (global)"),
+    ]),
     "0",
 );
 
@@ -287,7 +293,10 @@ const AUTHORITY: &[Spec] = &[
         "strategy",
         "List type",
         "White list: only these callers pass. Black list: these callers are refused.",
-        Kind::Select(&[("0", "White list (allow only these)"), ("1", "Black list (refuse these)")]),
+        Kind::Select(&[
+            ("0", "White list (allow only these)"),
+            ("1", "Black list (refuse these)"),
+        ]),
         "0",
     ),
     REGEX,
@@ -347,7 +356,7 @@ const PARAM_FLOW: &[Spec] = &[
     spec(
         "paramFlowItemList",
         "Exceptions",
-        "One value a line with its own threshold: value,type,count — e.g. 42,int,100 or vip,String,500.",
+        "One value a line with its own threshold: value,type,count — type is int, long, double, boolean or String — e.g. 42,int,100 or vip,String,500.",
         Kind::Items,
         "",
     ),
@@ -521,7 +530,16 @@ fn items(s: &Spec, text: &str) -> Result<Value, FieldError> {
         })?;
         let mut item = Map::new();
         item.insert("object".into(), Value::from(object.trim()));
-        item.insert("classType".into(), Value::from(class_type.trim()));
+        // "String" (the short name users write) is Java's java.lang.String; blank is a string too.
+        match class_type.trim() {
+            "" => {}
+            "String" | "string" => {
+                item.insert("classType".into(), Value::from("java.lang.String"));
+            }
+            other => {
+                item.insert("classType".into(), Value::from(other));
+            }
+        }
         item.insert("count".into(), Value::from(count));
         out.push(Value::Object(item));
     }
@@ -536,10 +554,7 @@ pub(super) fn to_rule(
     values: &Values,
     base: Option<&Value>,
 ) -> Result<Value, Vec<FieldError>> {
-    let mut rule = base
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
+    let mut rule = base.and_then(Value::as_object).cloned().unwrap_or_default();
     rule.remove("id");
     let mut cluster = rule
         .remove("clusterConfig")
@@ -671,7 +686,11 @@ pub(super) fn summary(rule_type: RuleType, rule: &Value) -> String {
             }
         }
         RuleType::ParamFlow => {
-            let unit = if int("grade") == 0 { "threads" } else { "requests" };
+            let unit = if int("grade") == 0 {
+                "threads"
+            } else {
+                "requests"
+            };
             let mut s = format!(
                 "argument {}: ≤ {} {unit} per value per {} s",
                 int("paramIdx"),
@@ -726,15 +745,20 @@ mod tests {
 
     #[test]
     fn exceptions_are_lines_and_a_stored_rule_shows_again() {
-        let values = Values::parse(b"resource=a&paramIdx=0&count=10&paramFlowItemList=42%2Cint%2C100%0Avip%2CString%2C5");
+        let values = Values::parse(
+            b"resource=a&paramIdx=0&count=10&paramFlowItemList=42%2Cint%2C100%0Avip%2CString%2C5",
+        );
         let rule = to_rule(RuleType::ParamFlow, &values, None).unwrap();
         assert_eq!(
             rule["paramFlowItemList"],
             json!([{"object": "42", "classType": "int", "count": 100},
-                   {"object": "vip", "classType": "String", "count": 5}])
+                   {"object": "vip", "classType": "java.lang.String", "count": 5}])
         );
         let shown = Values::of_rule(RuleType::ParamFlow, &rule);
-        assert_eq!(shown.get("paramFlowItemList"), Some("42,int,100\nvip,String,5"));
+        assert_eq!(
+            shown.get("paramFlowItemList"),
+            Some("42,int,100\nvip,java.lang.String,5")
+        );
         assert_eq!(shown.get("count"), Some("10"));
     }
 }

@@ -304,7 +304,14 @@ pub(super) async fn edit_form(
     let found = find_app(&state, &app).await?;
     let rule = stored_rule(&state, &found, rule_type, id).await?;
     let values = Values::of_rule(rule_type, &rule);
-    let page = form_page(Chrome::new(&user, &by), app, rule_type, Some(id), &values, &[]);
+    let page = form_page(
+        Chrome::new(&user, &by),
+        app,
+        rule_type,
+        Some(id),
+        &values,
+        &[],
+    );
     Ok(Page(page).into_response())
 }
 
