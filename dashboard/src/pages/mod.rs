@@ -4,11 +4,16 @@
 
 mod apps;
 pub mod chart;
+mod error;
 mod layout;
+mod machines;
+mod resource;
+mod tokens;
+mod users;
 
 use axum::Router;
 use axum::response::Redirect;
-use axum::routing::get;
+use axum::routing::{get, post};
 
 pub use layout::{Chrome, Page};
 
@@ -21,4 +26,18 @@ pub(crate) fn router() -> Router<AppState> {
         .route("/apps", get(apps::overview))
         .route("/apps/{app}", get(apps::monitor))
         .route("/apps/{app}/charts", get(apps::charts))
+        .route("/apps/{app}/machines", get(machines::machines))
+        .route("/apps/{app}/machines/push", post(machines::push_all))
+        .route(
+            "/apps/{app}/machines/{id}/resources",
+            get(machines::resources),
+        )
+        .route("/apps/{app}/breakers", get(machines::breakers))
+        .route("/apps/{app}/resources/{resource}", get(resource::show))
+        .route("/users", get(users::index).post(users::create))
+        .route("/users/{id}/role", post(users::set_role))
+        .route("/users/{id}/password", post(users::set_password))
+        .route("/users/{id}/delete", post(users::delete))
+        .route("/tokens", get(tokens::index).post(tokens::create))
+        .route("/tokens/{id}/delete", post(tokens::delete))
 }
