@@ -68,7 +68,7 @@ pub(super) async fn overview(
 }
 
 /// The ranges a monitoring page offers.
-const RANGES: [(&str, i64); 5] = [
+pub(super) const RANGES: [(&str, i64); 5] = [
     ("5m", 5 * MINUTE_MS),
     ("1h", 60 * MINUTE_MS),
     ("6h", 360 * MINUTE_MS),
@@ -78,13 +78,15 @@ const RANGES: [(&str, i64); 5] = [
 
 #[derive(Debug, Deserialize)]
 pub(super) struct MonitorQuery {
-    range: Option<String>,
+    pub(super) range: Option<String>,
     q: Option<String>,
+    /// Only this resource (exactly), for a resource's page.
+    resource: Option<String>,
 }
 
 /// One resource's charts.
 #[derive(Debug)]
-struct ResourceCharts {
+pub(super) struct ResourceCharts {
     name: String,
     qps: String,
     rt: String,
@@ -107,12 +109,14 @@ struct Monitor {
 
 #[derive(Template)]
 #[template(path = "apps/charts.html")]
-struct Charts {
-    resources: Vec<ResourceCharts>,
-    resolution: &'static str,
+pub(super) struct Charts {
+    /// The app (each resource's title links to its page).
+    pub(super) app: String,
+    pub(super) resources: Vec<ResourceCharts>,
+    pub(super) resolution: &'static str,
 }
 
-fn range_of(q: &MonitorQuery) -> AppResult<(&'static str, i64)> {
+pub(super) fn range_of(q: &MonitorQuery) -> AppResult<(&'static str, i64)> {
     let wanted = q.range.as_deref().unwrap_or("5m");
     RANGES
         .iter()
@@ -125,113 +129,175 @@ fn rate(v: i64, secs: f64) -> Option<f64> {
     Some(v as f64 / secs)
 }
 
+/// The span a page charts: the range ending at the last complete second, per second while the
+/// stored seconds cover it (up to 6 h), per minute beyond.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ChartWindow {
+    from: i64,
+    to: i64,
+    per_second: bool,
+    /// The first second the busiest resources are judged from (stored seconds only).
+    rank_from: i64,
+}
+
+impl ChartWindow {
+    pub(super) fn new(state: &AppState, range_ms: i64) -> ChartWindow {
+        let now = state.now_ms();
+        // The newest second shown is the last complete one; the range ends there.
+        let to = now - now.rem_euclid(1000) - 1000;
+        let from = to - range_ms;
+        let second_retention = (state.config.second_retention_secs * 1000) as i64;
+        ChartWindow {
+            from,
+            to,
+            per_second: range_ms <= 6 * 3600 * 1000 && from >= now - second_retention,
+            rank_from: from.max(now - second_retention),
+        }
+    }
+
+    fn step_secs(self) -> (i64, f64) {
+        if self.per_second {
+            (1000, 1.0)
+        } else {
+            (MINUTE_MS, 60.0)
+        }
+    }
+
+    pub(super) fn resolution(self) -> &'static str {
+        if self.per_second {
+            "per second"
+        } else {
+            "per minute"
+        }
+    }
+}
+
+/// The charts of resource `name` (stored as `id`) over `window`.
+pub(super) async fn resource_charts(
+    state: &AppState,
+    id: i64,
+    name: String,
+    window: ChartWindow,
+) -> AppResult<ResourceCharts> {
+    let ChartWindow { from, to, .. } = window;
+    let (step, secs) = window.step_secs();
+    let points: Vec<MetricPoint> = if window.per_second {
+        state.db.metric_seconds(id, from, to).await?
+    } else {
+        state.db.metric_minutes(id, from, to).await?
+    };
+    let xs: Vec<i64> = points.iter().map(|p| p.ts).collect();
+    let pass: Vec<Option<f64>> = points.iter().map(|p| rate(p.pass, secs)).collect();
+    let block: Vec<Option<f64>> = points.iter().map(|p| rate(p.block, secs)).collect();
+    let success: Vec<Option<f64>> = points.iter().map(|p| rate(p.success, secs)).collect();
+    let exception: Vec<Option<f64>> = points.iter().map(|p| rate(p.exception, secs)).collect();
+    let rt: Vec<Option<f64>> = points
+        .iter()
+        .map(|p| (p.success > 0).then(|| p.rt_sum as f64 / p.success as f64))
+        .collect();
+    let frame = Frame {
+        xs: &xs,
+        from,
+        to,
+        step,
+    };
+    let qps = line_chart(
+        &format!("{name} QPS"),
+        frame,
+        &[
+            Series {
+                name: "pass",
+                class: "pass",
+                values: &pass,
+            },
+            Series {
+                name: "block",
+                class: "block",
+                values: &block,
+            },
+            Series {
+                name: "success",
+                class: "success",
+                values: &success,
+            },
+            Series {
+                name: "exception",
+                class: "exception",
+                values: &exception,
+            },
+        ],
+        "QPS",
+    );
+    let rt = line_chart(
+        &format!("{name} average RT"),
+        frame,
+        &[Series {
+            name: "avg RT",
+            class: "rt",
+            values: &rt,
+        }],
+        "ms",
+    );
+    let last = points.last();
+    Ok(ResourceCharts {
+        pass_now: last.map_or("–".to_owned(), |p| format!("{:.0}", p.pass as f64 / secs)),
+        block_now: last.map_or("–".to_owned(), |p| {
+            format!("{:.0}", p.block as f64 / secs)
+        }),
+        name,
+        qps,
+        rt,
+    })
+}
+
 async fn build_charts(
     state: &AppState,
+    app: &str,
     app_id: i64,
     range_ms: i64,
     search: &str,
 ) -> AppResult<Charts> {
-    let now = state.now_ms();
-    // The newest second shown is the last complete one; the range ends there.
-    let to = now - now.rem_euclid(1000) - 1000;
-    let from = to - range_ms;
-    let second_retention = (state.config.second_retention_secs * 1000) as i64;
-    let per_second = range_ms <= 6 * 3600 * 1000 && from >= now - second_retention;
-    let (step, secs) = if per_second {
-        (1000, 1.0)
-    } else {
-        (MINUTE_MS, 60.0)
-    };
+    let window = ChartWindow::new(state, range_ms);
     // Busiest first, judged over the range's stored seconds.
-    let rank_from = from.max(now - second_retention);
     let active = state
         .db
-        .active_resources(app_id, rank_from, to, search, MAX_CHARTS)
+        .active_resources(app_id, window.rank_from, window.to, search, MAX_CHARTS)
         .await?;
     let mut resources = Vec::with_capacity(active.len());
     for a in active {
         let Some(id) = state.db.resource_id(app_id, &a.resource).await? else {
             continue;
         };
-        let points: Vec<MetricPoint> = if per_second {
-            state.db.metric_seconds(id, from, to).await?
-        } else {
-            state.db.metric_minutes(id, from, to).await?
-        };
-        let xs: Vec<i64> = points.iter().map(|p| p.ts).collect();
-        let pass: Vec<Option<f64>> = points.iter().map(|p| rate(p.pass, secs)).collect();
-        let block: Vec<Option<f64>> = points.iter().map(|p| rate(p.block, secs)).collect();
-        let success: Vec<Option<f64>> = points.iter().map(|p| rate(p.success, secs)).collect();
-        let exception: Vec<Option<f64>> = points.iter().map(|p| rate(p.exception, secs)).collect();
-        let rt: Vec<Option<f64>> = points
-            .iter()
-            .map(|p| (p.success > 0).then(|| p.rt_sum as f64 / p.success as f64))
-            .collect();
-        let frame = Frame {
-            xs: &xs,
-            from,
-            to,
-            step,
-        };
-        let qps = line_chart(
-            &format!("{} QPS", a.resource),
-            frame,
-            &[
-                Series {
-                    name: "pass",
-                    class: "pass",
-                    values: &pass,
-                },
-                Series {
-                    name: "block",
-                    class: "block",
-                    values: &block,
-                },
-                Series {
-                    name: "success",
-                    class: "success",
-                    values: &success,
-                },
-                Series {
-                    name: "exception",
-                    class: "exception",
-                    values: &exception,
-                },
-            ],
-            "QPS",
-        );
-        let rt = line_chart(
-            &format!("{} average RT", a.resource),
-            frame,
-            &[Series {
-                name: "avg RT",
-                class: "rt",
-                values: &rt,
-            }],
-            "ms",
-        );
-        let last = points.last();
-        resources.push(ResourceCharts {
-            pass_now: last.map_or("–".to_owned(), |p| format!("{:.0}", p.pass as f64 / secs)),
-            block_now: last.map_or("–".to_owned(), |p| {
-                format!("{:.0}", p.block as f64 / secs)
-            }),
-            name: a.resource,
-            qps,
-            rt,
-        });
+        resources.push(resource_charts(state, id, a.resource, window).await?);
     }
     Ok(Charts {
+        app: app.to_owned(),
         resources,
-        resolution: if per_second {
-            "per second"
-        } else {
-            "per minute"
-        },
+        resolution: window.resolution(),
     })
 }
 
-async fn app_id(state: &AppState, name: &str) -> AppResult<i64> {
+/// The charts of `resource` alone (none when it has no stored metrics).
+pub(super) async fn one_resource(
+    state: &AppState,
+    app: &str,
+    app_id: i64,
+    resource: &str,
+    range_ms: i64,
+) -> AppResult<Charts> {
+    let window = ChartWindow::new(state, range_ms);
+    let resources = match state.db.resource_id(app_id, resource).await? {
+        Some(id) => vec![resource_charts(state, id, resource.to_owned(), window).await?],
+        None => Vec::new(),
+    };
+    Ok(Charts {
+        app: app.to_owned(),
+        resources,
+        resolution: window.resolution(),
+    })
+}
+
+pub(super) async fn app_id(state: &AppState, name: &str) -> AppResult<i64> {
     Ok(state
         .db
         .app_by_name(name)
@@ -250,7 +316,7 @@ pub(super) async fn monitor(
     let id = app_id(&state, &app).await?;
     let (range, range_ms) = range_of(&q)?;
     let search = q.q.clone().unwrap_or_default();
-    let charts = build_charts(&state, id, range_ms, &search).await?;
+    let charts = build_charts(&state, &app, id, range_ms, &search).await?;
     let mut query = form_urlencoded::Serializer::new(String::new());
     query.append_pair("range", range);
     if !search.is_empty() {
@@ -282,7 +348,10 @@ pub(super) async fn charts(
 ) -> AppResult<Response> {
     let id = app_id(&state, &app).await?;
     let (_, range_ms) = range_of(&q)?;
-    let charts = build_charts(&state, id, range_ms, q.q.as_deref().unwrap_or("")).await?;
+    let charts = match &q.resource {
+        Some(resource) => one_resource(&state, &app, id, resource, range_ms).await?,
+        None => build_charts(&state, &app, id, range_ms, q.q.as_deref().unwrap_or("")).await?,
+    };
     let html = charts
         .render()
         .map_err(|e| AppError::Internal(anyhow::anyhow!("charts did not render: {e}")))?;

@@ -4,10 +4,15 @@
 
 mod apps;
 pub mod chart;
+mod error;
 mod history;
 mod layout;
+mod machines;
+mod resource;
 mod rule_form;
 mod rules;
+mod tokens;
+mod users;
 
 use axum::Router;
 use axum::response::Redirect;
@@ -34,4 +39,18 @@ pub(crate) fn router() -> Router<AppState> {
         .route("/apps/{app}/rules/{type}/{id}/delete", post(rules::delete))
         .route("/apps/{app}/history", get(history::list))
         .route("/apps/{app}/history/{id}/rollback", post(history::rollback))
+        .route("/apps/{app}/machines", get(machines::machines))
+        .route("/apps/{app}/machines/push", post(machines::push_all))
+        .route(
+            "/apps/{app}/machines/{id}/resources",
+            get(machines::resources),
+        )
+        .route("/apps/{app}/breakers", get(machines::breakers))
+        .route("/apps/{app}/resources/{resource}", get(resource::show))
+        .route("/users", get(users::index).post(users::create))
+        .route("/users/{id}/role", post(users::set_role))
+        .route("/users/{id}/password", post(users::set_password))
+        .route("/users/{id}/delete", post(users::delete))
+        .route("/tokens", get(tokens::index).post(tokens::create))
+        .route("/tokens/{id}/delete", post(tokens::delete))
 }

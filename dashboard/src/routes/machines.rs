@@ -27,32 +27,89 @@ pub(super) fn router() -> Router<AppState> {
         .route("/api/apps/{app}/circuit-breakers", get(circuit_breakers))
 }
 
-fn push_json(record: &PushRecord, version: Option<i64>) -> Value {
-    let status = if record.message == "not supported" {
-        "not supported"
-    } else if record.ok {
-        "ok"
-    } else {
-        "failed"
-    };
-    json!({
-        "status": status,
-        "version": record.version,
-        "message": record.message,
-        "attempts": record.attempts,
-        "at": record.at,
-        "nextRetryAt": record.next_retry_at,
-        // The machine has not taken the newest list (a push pending, failed, or a drift found).
-        "behind": version.is_some_and(|v| record.version < v || !record.ok),
-    })
+/// How the last push of one rule type to one machine went.
+#[derive(Debug, Clone)]
+pub(crate) struct PushState {
+    /// `ok`, `failed`, `not supported`, `pending` (the type is managed, nothing pushed yet) or
+    /// `unmanaged` (the app has never managed the type).
+    pub(crate) status: &'static str,
+    /// The last push, when there was one.
+    pub(crate) record: Option<PushRecord>,
+    /// The machine has not taken the newest list (a push pending, failed, or a drift found).
+    pub(crate) behind: bool,
 }
 
-async fn versions(state: &AppState, app_id: i64) -> AppResult<HashMap<RuleType, Option<i64>>> {
+fn push_state(record: Option<&PushRecord>, version: Option<i64>) -> PushState {
+    match record {
+        Some(r) => PushState {
+            status: if r.message == "not supported" {
+                "not supported"
+            } else if r.ok {
+                "ok"
+            } else {
+                "failed"
+            },
+            behind: version.is_some_and(|v| r.version < v || !r.ok),
+            record: Some(r.clone()),
+        },
+        None => PushState {
+            status: if version.is_some() {
+                "pending"
+            } else {
+                "unmanaged"
+            },
+            record: None,
+            behind: false,
+        },
+    }
+}
+
+fn push_json(state: &PushState) -> Value {
+    match &state.record {
+        Some(record) => json!({
+            "status": state.status,
+            "version": record.version,
+            "message": record.message,
+            "attempts": record.attempts,
+            "at": record.at,
+            "nextRetryAt": record.next_retry_at,
+            "behind": state.behind,
+        }),
+        None => json!({"status": state.status}),
+    }
+}
+
+/// The version of each type's list of app `app_id` (`None`: never managed).
+pub(crate) async fn versions(
+    state: &AppState,
+    app_id: i64,
+) -> AppResult<HashMap<RuleType, Option<i64>>> {
     let mut out = HashMap::new();
     for t in RuleType::ALL {
         out.insert(t, state.db.rule_version(app_id, t.as_str()).await?);
     }
     Ok(out)
+}
+
+/// The push state of each rule type on machine `m` (in [`RuleType::ALL`]'s order), and whether
+/// the machine drifts from the stored rules.
+pub(crate) fn machine_pushes(
+    m: &Machine,
+    pushes: &[PushRecord],
+    versions: &HashMap<RuleType, Option<i64>>,
+) -> (Vec<(RuleType, PushState)>, bool) {
+    let mut out = Vec::with_capacity(RuleType::ALL.len());
+    let mut drift = false;
+    for t in RuleType::ALL {
+        let version = versions.get(&t).copied().flatten();
+        let record = pushes
+            .iter()
+            .find(|p| p.machine_id == m.id && p.rule_type == t.as_str());
+        let pushed = push_state(record, version);
+        drift |= pushed.behind || (version.is_some() && record.is_none());
+        out.push((t, pushed));
+    }
+    (out, drift)
 }
 
 fn machine_json(
@@ -61,21 +118,11 @@ fn machine_json(
     pushes: &[PushRecord],
     versions: &HashMap<RuleType, Option<i64>>,
 ) -> Value {
-    let mut by_type = serde_json::Map::new();
-    let mut drift = false;
-    for t in RuleType::ALL {
-        let version = versions.get(&t).copied().flatten();
-        let record = pushes
-            .iter()
-            .find(|p| p.machine_id == m.id && p.rule_type == t.as_str());
-        let value = match record {
-            Some(r) => push_json(r, version),
-            None => json!({"status": if version.is_some() { "pending" } else { "unmanaged" }}),
-        };
-        drift |=
-            value["behind"].as_bool().unwrap_or(false) || (version.is_some() && record.is_none());
-        by_type.insert(t.as_str().to_owned(), value);
-    }
+    let (by_type, drift) = machine_pushes(m, pushes, versions);
+    let by_type: serde_json::Map<String, Value> = by_type
+        .iter()
+        .map(|(t, p)| (t.as_str().to_owned(), push_json(p)))
+        .collect();
     json!({
         "id": m.id,
         "address": machine_addr(m),
@@ -146,7 +193,11 @@ async fn push_now(
 }
 
 /// The machine `id` of `app`, and where to call it.
-async fn machine_target(state: &AppState, app_id: i64, id: i64) -> AppResult<(Machine, Target)> {
+pub(crate) async fn machine_target(
+    state: &AppState,
+    app_id: i64,
+    id: i64,
+) -> AppResult<(Machine, Target)> {
     let machine = state
         .db
         .machine(id)
@@ -169,6 +220,32 @@ fn agent_failure(e: CallError) -> AppError {
     AppError::Upstream(e.to_string())
 }
 
+/// The live resources of `target`: its call tree (`jsonTree`, each node with `id` and `parentId`)
+/// when `view` is `tree`, one node per resource (`clusterNode`) when it is `list`.
+pub(crate) async fn live_resources(
+    state: &AppState,
+    target: &Target,
+    view: &str,
+) -> AppResult<Vec<Value>> {
+    let text = match view {
+        "tree" => {
+            state
+                .agents
+                .get(target, "jsonTree", &[("type", "root")])
+                .await
+        }
+        "list" => state.agents.get(target, "clusterNode", &[]).await,
+        _ => return Err(AppError::field("view", "must be tree or list")),
+    }
+    .map_err(agent_failure)?;
+    let nodes: Value = serde_json::from_str(&text)
+        .map_err(|_| AppError::Upstream("its answer is not JSON".into()))?;
+    match nodes {
+        Value::Array(nodes) => Ok(nodes),
+        _ => Err(AppError::Upstream("its answer is not a list".into())),
+    }
+}
+
 async fn resources(
     State(state): State<AppState>,
     _user: CurrentUser,
@@ -177,38 +254,32 @@ async fn resources(
 ) -> AppResult<Json<Value>> {
     let app = find_app(&state, &app).await?;
     let (_, target) = machine_target(&state, app.id, id).await?;
-    let text = match q.view.as_deref().unwrap_or("list") {
-        "tree" => {
-            state
-                .agents
-                .get(&target, "jsonTree", &[("type", "root")])
-                .await
-        }
-        "list" => state.agents.get(&target, "clusterNode", &[]).await,
-        _ => return Err(AppError::field("view", "must be tree or list")),
-    }
-    .map_err(agent_failure)?;
-    let nodes: Value = serde_json::from_str(&text)
-        .map_err(|_| AppError::Upstream("its answer is not JSON".into()))?;
-    if !nodes.is_array() {
-        return Err(AppError::Upstream("its answer is not a list".into()));
-    }
-    Ok(Json(nodes))
+    let nodes = live_resources(&state, &target, q.view.as_deref().unwrap_or("list")).await?;
+    Ok(Json(Value::Array(nodes)))
 }
 
-async fn circuit_breakers(
-    State(state): State<AppState>,
-    _user: CurrentUser,
-    Path(app): Path<String>,
-) -> AppResult<Json<Value>> {
-    let app = find_app(&state, &app).await?;
+/// The circuit breakers of one machine, as it answered `circuitBreakers`.
+#[derive(Debug, Clone)]
+pub(crate) struct MachineBreakers {
+    /// The machine.
+    pub(crate) machine: Machine,
+    /// `ok`, `not supported` (a Java client), `bad answer`, or why the call failed.
+    pub(crate) status: String,
+    /// Its breakers (`Null` unless `status` is `ok`).
+    pub(crate) breakers: Value,
+}
+
+/// The circuit breakers of every healthy machine of app `app_id`, asked concurrently.
+pub(crate) async fn breakers_of_app(
+    state: &AppState,
+    app_id: i64,
+) -> AppResult<Vec<MachineBreakers>> {
     let machines = state
         .db
-        .healthy_machines(Some(app.id), state.healthy_since())
+        .healthy_machines(Some(app_id), state.healthy_since())
         .await?;
-    let calls = machines.iter().map(|m| {
+    let calls = machines.into_iter().map(|m| {
         let state = state.clone();
-        let m = m.clone();
         async move {
             let target = Target::new(&m.ip, m.port, m.agent_token.clone())
                 .filter(|t| state.gate.may_call(t.addr.ip()));
@@ -224,26 +295,47 @@ async fn circuit_breakers(
                 Err(CallError::NotSupported) => ("not supported".to_owned(), Value::Null),
                 Err(e) => (e.to_string(), Value::Null),
             };
-            json!({
-                "machine": m.id,
-                "address": machine_addr(&m),
-                "status": status,
-                "breakers": breakers,
-            })
+            MachineBreakers {
+                machine: m,
+                status,
+                breakers,
+            }
         }
     });
-    let results = join_all(calls).await;
+    Ok(join_all(calls).await)
+}
+
+async fn circuit_breakers(
+    State(state): State<AppState>,
+    _user: CurrentUser,
+    Path(app): Path<String>,
+) -> AppResult<Json<Value>> {
+    let app = find_app(&state, &app).await?;
+    let results = breakers_of_app(&state, app.id)
+        .await?
+        .into_iter()
+        .map(|b| {
+            json!({
+                "machine": b.machine.id,
+                "address": machine_addr(&b.machine),
+                "status": b.status,
+                "breakers": b.breakers,
+            })
+        })
+        .collect();
     Ok(Json(Value::Array(results)))
 }
 
-/// Awaits every future, concurrently.
-async fn join_all<F: std::future::Future<Output = Value> + Send + 'static>(
+/// Awaits every future, concurrently (in order; a task that panicked is left out).
+async fn join_all<T: Send + 'static, F: std::future::Future<Output = T> + Send + 'static>(
     futures: impl Iterator<Item = F>,
-) -> Vec<Value> {
+) -> Vec<T> {
     let handles: Vec<_> = futures.map(tokio::spawn).collect();
     let mut out = Vec::with_capacity(handles.len());
     for h in handles {
-        out.push(h.await.unwrap_or(Value::Null));
+        if let Ok(v) = h.await {
+            out.push(v);
+        }
     }
     out
 }

@@ -4,12 +4,12 @@
 mod apps;
 mod auth;
 mod history;
-mod machines;
+pub(crate) mod machines;
 mod metrics;
 mod registry;
 mod rules;
-mod tokens;
-mod users;
+pub(crate) mod tokens;
+pub(crate) mod users;
 
 use std::time::Duration;
 

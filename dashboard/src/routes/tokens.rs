@@ -64,13 +64,13 @@ struct CreatedToken {
     token: String,
 }
 
-async fn create(
-    State(state): State<AppState>,
-    user: CurrentUser,
-    body: Result<Json<NewToken>, JsonRejection>,
-) -> AppResult<(StatusCode, Json<CreatedToken>)> {
-    let new = json_body(body)?;
-    let name = new.name.trim();
+/// Creates an API token named `name` for `user`; returns it and its secret (shown this once).
+pub(crate) async fn create_token(
+    state: &AppState,
+    user: &CurrentUser,
+    name: &str,
+) -> AppResult<(ApiToken, String)> {
+    let name = name.trim();
     if name.is_empty() || name.chars().count() > MAX_NAME_LEN {
         return Err(AppError::field("name", "must have 1 to 100 characters"));
     }
@@ -91,6 +91,16 @@ async fn create(
         token_id = stored.id,
         "api token created"
     );
+    Ok((stored, token))
+}
+
+async fn create(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    body: Result<Json<NewToken>, JsonRejection>,
+) -> AppResult<(StatusCode, Json<CreatedToken>)> {
+    let new = json_body(body)?;
+    let (stored, token) = create_token(&state, &user, &new.name).await?;
     Ok((
         StatusCode::CREATED,
         Json(CreatedToken {
@@ -101,11 +111,8 @@ async fn create(
     ))
 }
 
-async fn remove(
-    State(state): State<AppState>,
-    user: CurrentUser,
-    Path(id): Path<i64>,
-) -> AppResult<StatusCode> {
+/// Deletes token `id` of `user` (404 when the user has no such token).
+pub(crate) async fn delete_token(state: &AppState, user: &CurrentUser, id: i64) -> AppResult<()> {
     if state.db.delete_token(user.id, id).await? {
         tracing::info!(
             target: "floodgate_dashboard::audit",
@@ -113,8 +120,17 @@ async fn remove(
             token_id = id,
             "api token deleted"
         );
-        Ok(StatusCode::NO_CONTENT)
+        Ok(())
     } else {
         Err(AppError::NotFound("token"))
     }
+}
+
+async fn remove(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<i64>,
+) -> AppResult<StatusCode> {
+    delete_token(&state, &user, id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

@@ -72,20 +72,23 @@ fn parse_role(role: &str) -> AppResult<Role> {
     Role::parse(role).ok_or_else(|| AppError::field("role", "must be viewer, editor or admin"))
 }
 
-async fn create(
-    State(state): State<AppState>,
-    user: CurrentUser,
-    body: Result<Json<NewUser>, JsonRejection>,
-) -> AppResult<(StatusCode, Json<UserView>)> {
-    user.require(Role::Admin)?;
-    let new = json_body(body)?;
+/// Creates user `username` with `password` and `role`, as `actor` (an admin): the same checks for
+/// the JSON API and the page (field errors for every bad field at once; a taken name is a conflict).
+pub(crate) async fn create_user(
+    state: &AppState,
+    actor: &CurrentUser,
+    username: &str,
+    password: String,
+    role: &str,
+) -> AppResult<User> {
+    actor.require(Role::Admin)?;
     let mut errors = Vec::new();
-    collect(&mut errors, password::validate_username(&new.username))?;
+    collect(&mut errors, password::validate_username(username))?;
     collect(
         &mut errors,
-        password::validate_password("password", &new.password),
+        password::validate_password("password", &password),
     )?;
-    let role = match parse_role(&new.role) {
+    let role = match parse_role(role) {
         Ok(role) => Some(role),
         Err(e) => {
             collect(&mut errors, Err(e))?;
@@ -95,25 +98,36 @@ async fn create(
     let (Some(role), true) = (role, errors.is_empty()) else {
         return Err(AppError::Invalid(errors));
     };
-    let hash = auth::hash_blocking(new.password).await?;
+    let hash = auth::hash_blocking(password).await?;
     let created = state
         .db
-        .create_user(&new.username, &hash, role.as_str(), state.now_ms())
+        .create_user(username, &hash, role.as_str(), state.now_ms())
         .await
         .map_err(|e| {
             if is_unique_violation(&e) {
-                AppError::Conflict(format!("user {} already exists", new.username))
+                AppError::Conflict(format!("user {username} already exists"))
             } else {
                 e.into()
             }
         })?;
     tracing::info!(
         target: "floodgate_dashboard::audit",
-        actor = %user.username,
+        actor = %actor.username,
         user = %created.username,
         role = role.as_str(),
         "user created"
     );
+    Ok(created)
+}
+
+async fn create(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    body: Result<Json<NewUser>, JsonRejection>,
+) -> AppResult<(StatusCode, Json<UserView>)> {
+    user.require(Role::Admin)?;
+    let new = json_body(body)?;
+    let created = create_user(&state, &user, &new.username, new.password, &new.role).await?;
     Ok((StatusCode::CREATED, Json(created.into())))
 }
 
@@ -124,16 +138,18 @@ struct UserUpdate {
     password: Option<String>,
 }
 
-async fn update(
-    State(state): State<AppState>,
-    user: CurrentUser,
-    Path(id): Path<i64>,
-    body: Result<Json<UserUpdate>, JsonRejection>,
-) -> AppResult<Json<UserView>> {
-    user.require(Role::Admin)?;
-    let update = json_body(body)?;
+/// Changes the role and/or password of user `id`, as `actor` (an admin); the last admin cannot be
+/// demoted (a conflict).
+pub(crate) async fn update_user(
+    state: &AppState,
+    actor: &CurrentUser,
+    id: i64,
+    role: Option<&str>,
+    new_password: Option<String>,
+) -> AppResult<User> {
+    actor.require(Role::Admin)?;
     let mut errors = Vec::new();
-    let role = match update.role.as_deref().map(parse_role) {
+    let role = match role.map(parse_role) {
         Some(Ok(role)) => Some(role),
         Some(Err(e)) => {
             collect(&mut errors, Err(e))?;
@@ -141,10 +157,10 @@ async fn update(
         }
         None => None,
     };
-    if let Some(p) = &update.password {
+    if let Some(p) = &new_password {
         collect(&mut errors, password::validate_password("password", p))?;
     }
-    if update.role.is_none() && update.password.is_none() {
+    if role.is_none() && new_password.is_none() && errors.is_empty() {
         errors.push(FieldError {
             index: None,
             field: "role".to_owned(),
@@ -154,7 +170,7 @@ async fn update(
     if !errors.is_empty() {
         return Err(AppError::Invalid(errors));
     }
-    let hash = match update.password {
+    let hash = match new_password {
         Some(p) => Some(auth::hash_blocking(p).await?),
         None => None,
     };
@@ -174,13 +190,45 @@ async fn update(
     let updated = state.db.user(id).await?.ok_or(AppError::NotFound("user"))?;
     tracing::info!(
         target: "floodgate_dashboard::audit",
-        actor = %user.username,
+        actor = %actor.username,
         user = %updated.username,
         role = %updated.role,
         password_changed = hash.is_some(),
         "user changed"
     );
+    Ok(updated)
+}
+
+async fn update(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<i64>,
+    body: Result<Json<UserUpdate>, JsonRejection>,
+) -> AppResult<Json<UserView>> {
+    user.require(Role::Admin)?;
+    let update = json_body(body)?;
+    let updated = update_user(&state, &user, id, update.role.as_deref(), update.password).await?;
     Ok(Json(updated.into()))
+}
+
+/// Deletes user `id`, as `actor` (an admin), unless it is the last admin (a conflict).
+pub(crate) async fn delete_user(state: &AppState, actor: &CurrentUser, id: i64) -> AppResult<()> {
+    actor.require(Role::Admin)?;
+    match state.db.delete_user(id).await? {
+        UserChange::Done => {
+            tracing::info!(
+                target: "floodgate_dashboard::audit",
+                actor = %actor.username,
+                user_id = id,
+                "user deleted"
+            );
+            Ok(())
+        }
+        UserChange::NotFound => Err(AppError::NotFound("user")),
+        UserChange::LastAdmin => Err(AppError::Conflict(
+            "the last admin cannot be deleted".to_owned(),
+        )),
+    }
 }
 
 async fn delete(
@@ -188,20 +236,6 @@ async fn delete(
     user: CurrentUser,
     Path(id): Path<i64>,
 ) -> AppResult<StatusCode> {
-    user.require(Role::Admin)?;
-    match state.db.delete_user(id).await? {
-        UserChange::Done => {
-            tracing::info!(
-                target: "floodgate_dashboard::audit",
-                actor = %user.username,
-                user_id = id,
-                "user deleted"
-            );
-            Ok(StatusCode::NO_CONTENT)
-        }
-        UserChange::NotFound => Err(AppError::NotFound("user")),
-        UserChange::LastAdmin => Err(AppError::Conflict(
-            "the last admin cannot be deleted".to_owned(),
-        )),
-    }
+    delete_user(&state, &user, id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
