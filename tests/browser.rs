@@ -873,6 +873,10 @@ async fn a_rule_change_is_rolled_back_from_the_history() {
     button.click().await.expect("click");
 
     eventually("the list as it was before", || async {
+        // A confirmation the page may ask for is accepted.
+        if w.b().get_alert_text().await.is_ok() {
+            let _ = w.b().accept_alert().await;
+        }
         let stored = w.stored_flow_rules().await;
         (stored.len() == 1 && stored[0]["rule"]["resource"] == BUSY).then_some(())
     })
