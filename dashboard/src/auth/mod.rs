@@ -170,10 +170,14 @@ pub async fn require_user(State(state): State<AppState>, request: Request, next:
     }
 }
 
-/// Whether `request` carries an `application/x-www-form-urlencoded` body.
 fn is_form(request: &Parts) -> bool {
-    request
-        .headers
+    is_form_body(&request.headers)
+}
+
+/// Whether `headers` announce an `application/x-www-form-urlencoded` body (parameters such as
+/// `; charset=UTF-8` allowed).
+pub(crate) fn is_form_body(headers: &axum::http::HeaderMap) -> bool {
+    headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split(';').next())

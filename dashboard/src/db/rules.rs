@@ -39,6 +39,10 @@ pub struct HistoryRecord<'a> {
     pub actor: &'a str,
 }
 
+/// An app's rules of one type (`app_id`, `rule_type`), by id.
+const SELECT_RULES: &str = "SELECT id, resource, body, created_at, updated_at FROM rules \
+                            WHERE app_id = ? AND rule_type = ? ORDER BY id";
+
 impl Db {
     /// The rules of `rule_type` of app `app_id`, by id.
     pub async fn rules(
@@ -46,14 +50,11 @@ impl Db {
         app_id: i64,
         rule_type: &str,
     ) -> Result<Vec<StoredRule>, sqlx::Error> {
-        sqlx::query_as(
-            "SELECT id, resource, body, created_at, updated_at FROM rules \
-             WHERE app_id = ? AND rule_type = ? ORDER BY id",
-        )
-        .bind(app_id)
-        .bind(rule_type)
-        .fetch_all(self.pool())
-        .await
+        sqlx::query_as(SELECT_RULES)
+            .bind(app_id)
+            .bind(rule_type)
+            .fetch_all(self.pool())
+            .await
     }
 
     /// The version of the app's list of `rule_type`: `None` while the dashboard has never managed
@@ -84,14 +85,11 @@ impl Db {
         now: i64,
     ) -> Result<(i64, Vec<StoredRule>), sqlx::Error> {
         let mut tx = self.write().await?;
-        let before: Vec<StoredRule> = sqlx::query_as(
-            "SELECT id, resource, body, created_at, updated_at FROM rules \
-             WHERE app_id = ? AND rule_type = ? ORDER BY id",
-        )
-        .bind(app_id)
-        .bind(rule_type)
-        .fetch_all(&mut *tx)
-        .await?;
+        let before: Vec<StoredRule> = sqlx::query_as(SELECT_RULES)
+            .bind(app_id)
+            .bind(rule_type)
+            .fetch_all(&mut *tx)
+            .await?;
         let kept: Vec<i64> = rules.iter().filter_map(|r| r.id).collect();
         for old in &before {
             if !kept.contains(&old.id) {
@@ -136,14 +134,11 @@ impl Db {
                 }
             }
         }
-        let after: Vec<StoredRule> = sqlx::query_as(
-            "SELECT id, resource, body, created_at, updated_at FROM rules \
-             WHERE app_id = ? AND rule_type = ? ORDER BY id",
-        )
-        .bind(app_id)
-        .bind(rule_type)
-        .fetch_all(&mut *tx)
-        .await?;
+        let after: Vec<StoredRule> = sqlx::query_as(SELECT_RULES)
+            .bind(app_id)
+            .bind(rule_type)
+            .fetch_all(&mut *tx)
+            .await?;
         let version: i64 = sqlx::query_scalar(
             "INSERT INTO rule_sets (app_id, rule_type, version) VALUES (?, ?, 1) \
              ON CONFLICT (app_id, rule_type) DO UPDATE SET version = version + 1 \

@@ -4,11 +4,14 @@
 
 mod apps;
 pub mod chart;
+mod history;
 mod layout;
+mod rule_form;
+mod rules;
 
 use axum::Router;
 use axum::response::Redirect;
-use axum::routing::get;
+use axum::routing::{get, post};
 
 pub use layout::{Chrome, Page};
 
@@ -21,4 +24,14 @@ pub(crate) fn router() -> Router<AppState> {
         .route("/apps", get(apps::overview))
         .route("/apps/{app}", get(apps::monitor))
         .route("/apps/{app}/charts", get(apps::charts))
+        .route(
+            "/apps/{app}/rules/{type}",
+            get(rules::list).post(rules::create),
+        )
+        .route("/apps/{app}/rules/{type}/new", get(rules::new_form))
+        .route("/apps/{app}/rules/{type}/{id}", post(rules::update))
+        .route("/apps/{app}/rules/{type}/{id}/edit", get(rules::edit_form))
+        .route("/apps/{app}/rules/{type}/{id}/delete", post(rules::delete))
+        .route("/apps/{app}/history", get(history::list))
+        .route("/apps/{app}/history/{id}/rollback", post(history::rollback))
 }

@@ -298,11 +298,7 @@ async fn logout(
     let cookie = HeaderValue::from_str(&session::clear_session_cookie(state.config.secure_cookies))
         .map_err(|e| AppError::Internal(e.into()))?;
     // A page's sign-out form goes back to the sign-in page; a script gets 204.
-    let from_a_form = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
-    if from_a_form {
+    if crate::auth::is_form_body(&headers) {
         return Ok((
             StatusCode::SEE_OTHER,
             [

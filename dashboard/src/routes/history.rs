@@ -12,7 +12,7 @@ use crate::AppState;
 use crate::auth::{CurrentUser, Role};
 use crate::db::HistoryEntry;
 use crate::error::{AppError, AppResult};
-use crate::rules::{Change, rule_type};
+use crate::rules::{roll_back, rule_type};
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()
@@ -82,27 +82,7 @@ async fn rollback(
 ) -> AppResult<Json<Value>> {
     user.require(Role::Editor)?;
     let app = find_app(&state, &app).await?;
-    let entry = state
-        .db
-        .history_entry(app.id, id)
-        .await?
-        .ok_or(AppError::NotFound("history entry"))?;
-    let rule_type = rule_type(&entry.rule_type)?;
-    let before: Vec<Value> = serde_json::from_str(&entry.before)
-        .map_err(|e| AppError::Internal(anyhow::anyhow!("history entry {id} unreadable: {e}")))?;
-    let mut items = Vec::with_capacity(before.len());
-    for item in before {
-        let rule_id = item["id"].as_i64().ok_or_else(|| {
-            AppError::Internal(anyhow::anyhow!("history entry {id} has a rule without id"))
-        })?;
-        items.push((rule_id, item["rule"].clone()));
-    }
-    let actor = format!("{} (rollback of change {id})", user.username);
-    let outcome = state
-        .rules
-        .apply(&state, app.id, rule_type, Change::Restore(items), &actor)
-        .await?
-        .ok_or_else(|| AppError::Internal(anyhow::anyhow!("a rollback was not applied")))?;
+    let (rule_type, outcome) = roll_back(&state, app.id, id, &user.username).await?;
     Ok(Json(json!({
         "ruleType": rule_type.as_str(),
         "version": outcome.version,

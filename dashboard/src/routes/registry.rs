@@ -4,7 +4,7 @@
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, RawQuery, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -49,15 +49,7 @@ async fn heartbeat(
         .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
         .unwrap_or_default();
     if !body.is_empty() {
-        let is_form = headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(';').next())
-            .is_some_and(|v| {
-                v.trim()
-                    .eq_ignore_ascii_case("application/x-www-form-urlencoded")
-            });
-        if !is_form {
+        if !crate::auth::is_form_body(&headers) {
             return answer(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 "heartbeats are forms (application/x-www-form-urlencoded)",

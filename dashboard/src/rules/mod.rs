@@ -4,11 +4,13 @@
 mod book;
 mod change;
 mod document;
+mod rollback;
 mod validate;
 
 pub use book::RuleBook;
 pub use change::{Change, ChangeOutcome};
 pub use document::{RuleDocument, import_document};
+pub use rollback::roll_back;
 pub use validate::{RuleValidator, canonical_rule, field_errors};
 
 use std::str::FromStr;
