@@ -931,3 +931,50 @@ async fn a_rule_is_still_listed_after_the_dashboard_restarts() {
     w.screenshot("rules-after-restart").await;
     w.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_other_main_pages_show_their_content() {
+    let w = World::start().await;
+    w.sign_in("admin", ADMIN_PASSWORD).await;
+    // The machine registered and its resources have been charted: every page has something to show.
+    w.goto(&format!("/apps/{APP}")).await;
+    w.wait_for_chart(BUSY, 1).await;
+    let pages: [(&str, String, &str); 7] = [
+        (
+            "machines",
+            format!("/apps/{APP}/machines"),
+            "#machines tr.healthy",
+        ),
+        (
+            "machine-resources",
+            format!("/apps/{APP}/machines/1/resources?view=tree"),
+            "#nodes tr.node",
+        ),
+        (
+            "breakers",
+            format!("/apps/{APP}/breakers"),
+            "section[id^=breakers-]",
+        ),
+        (
+            "resource",
+            format!("/apps/{APP}/resources/GET%3A%2Forders"),
+            "svg.chart",
+        ),
+        (
+            "rules-degrade",
+            format!("/apps/{APP}/rules/degrade"),
+            "nav.tabs",
+        ),
+        ("users", "/users".to_owned(), "form"),
+        ("tokens", "/tokens".to_owned(), "form"),
+    ];
+    for (name, path, selector) in pages {
+        w.goto(&path).await;
+        eventually(&format!("{name}: {selector}"), || async {
+            w.b().find(Locator::Css(selector)).await.ok().map(|_| ())
+        })
+        .await;
+        w.screenshot(name).await;
+    }
+    w.finish().await;
+}

@@ -227,6 +227,11 @@ pub(super) async fn resource_charts(
             },
         ],
         "QPS",
+        Some(&[Series {
+            name: "avg RT (ms)",
+            class: "rt",
+            values: &rt,
+        }]),
     );
     let rt = line_chart(
         &format!("{name} average RT"),
@@ -237,6 +242,7 @@ pub(super) async fn resource_charts(
             values: &rt,
         }],
         "ms",
+        None,
     );
     let last = points.last();
     Ok(ResourceCharts {

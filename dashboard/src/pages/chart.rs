@@ -71,8 +71,20 @@ fn number(v: f64) -> String {
     }
 }
 
-/// The SVG of `series` over `frame`, labelled `label` (for screen readers).
-pub fn line_chart(label: &str, frame: Frame<'_>, series: &[Series<'_>], unit: &str) -> String {
+/// The most readout columns a chart has: past that, each column covers several points and reads
+/// out the last of them (a page of 50 charts of 300 points stays light to refresh).
+pub const MAX_READOUT_COLUMNS: usize = 150;
+
+/// The SVG of `series` over `frame`, labelled `label` (for screen readers). With `readout`, the
+/// chart has the columns that read values out under the pointer: the drawn series' and those of
+/// `readout` (series not drawn here, such as the RT of a QPS chart).
+pub fn line_chart(
+    label: &str,
+    frame: Frame<'_>,
+    series: &[Series<'_>],
+    unit: &str,
+    readout: Option<&[Series<'_>]>,
+) -> String {
     let plot_w = WIDTH - LEFT - RIGHT;
     let plot_h = HEIGHT - TOP - BOTTOM;
     let span = (frame.to - frame.from).max(1) as f64;
@@ -163,21 +175,30 @@ pub fn line_chart(label: &str, frame: Frame<'_>, series: &[Series<'_>], unit: &s
             );
         }
     }
-    // The readout: one column per point, titled with its time and values.
-    let column = (frame.step as f64 / span * plot_w).max(1.0);
-    for (i, x) in frame.xs.iter().enumerate() {
-        let mut title = clock_time(*x);
-        for s in series {
-            if let Some(Some(v)) = s.values.get(i) {
-                let _ = write!(title, " · {} {}", s.name, number(*v));
+    // The readout: columns over the points, each titled with a time and the values then.
+    if let Some(extra) = readout {
+        let n = frame.xs.len();
+        let per_column = n.div_ceil(MAX_READOUT_COLUMNS).max(1);
+        let mut first = 0;
+        while first < n {
+            let last = (first + per_column).min(n) - 1;
+            let x0 = x_of(frame.xs[first]) - (frame.step as f64 / span * plot_w) / 2.0;
+            let x1 = x_of(frame.xs[last]) + (frame.step as f64 / span * plot_w) / 2.0;
+            let mut title = clock_time(frame.xs[last]);
+            for s in series.iter().chain(extra) {
+                if let Some(Some(v)) = s.values.get(last) {
+                    let _ = write!(title, " · {} {}", s.name, number(*v));
+                }
             }
+            let _ = write!(
+                svg,
+                "<rect class=\"hover\" x=\"{:.1}\" y=\"{TOP}\" width=\"{:.1}\" height=\"{plot_h}\">\
+                 <title>{title}</title></rect>",
+                x0.max(LEFT),
+                (x1 - x0).max(1.0)
+            );
+            first = last + 1;
         }
-        let _ = write!(
-            svg,
-            "<rect class=\"hover\" x=\"{:.1}\" y=\"{TOP}\" width=\"{column:.1}\" height=\"{plot_h}\">\
-             <title>{title}</title></rect>",
-            x_of(*x) - column / 2.0
-        );
     }
     svg.push_str("</svg>");
     svg
@@ -243,6 +264,7 @@ mod tests {
                 values: &pass,
             }],
             "QPS",
+            Some(&[]),
         );
         assert!(svg.contains("aria-label=\"a &lt;b&gt;\""));
         // Three joined points, then a new segment after the gap.
@@ -252,6 +274,27 @@ mod tests {
         assert!(svg.contains("<title>00:00:01 · pass 20</title>"));
         assert!(svg.contains(">00:00:05<"), "time labels");
         assert!(svg.contains(">20<"), "value labels");
+    }
+
+    #[test]
+    fn readout_columns_are_bounded() {
+        let xs: Vec<i64> = (0..600).map(|i| i * 1000).collect();
+        let v: Vec<Option<f64>> = xs.iter().map(|_| Some(1.0)).collect();
+        let frame = Frame {
+            xs: &xs,
+            from: 0,
+            to: 599_000,
+            step: 1000,
+        };
+        let series = [Series {
+            name: "pass",
+            class: "pass",
+            values: &v,
+        }];
+        let with = line_chart("x", frame, &series, "QPS", Some(&[]));
+        assert_eq!(with.matches("class=\"hover\"").count(), MAX_READOUT_COLUMNS);
+        let without = line_chart("x", frame, &series, "QPS", None);
+        assert_eq!(without.matches("class=\"hover\"").count(), 0);
     }
 
     #[test]
