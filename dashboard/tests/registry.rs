@@ -124,6 +124,31 @@ async fn the_token_and_the_allow_list_keep_strangers_out() {
     let (status, _) = post(&d, "app=a&ip=10.1.2.3&port=8719&token=registration-s3cret").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(d.state().db.apps().await.unwrap().len(), 1);
+
+    // A Java client cannot add a form field, but its heartbeat path may carry the token
+    // (`-Dcsp.sentinel.heartbeat.api.path=/registry/machine?token=…`).
+    let request = Request::post("/registry/machine?token=registration-s3cret")
+        .header(
+            "content-type",
+            "application/x-www-form-urlencoded; charset=UTF-8",
+        )
+        .header("host", "localhost")
+        .body(Body::from(
+            "app=java-app&hostname=vm&app_type=0&port=28719&v=1.8.9&ip=10.0.0.9&version=1",
+        ))
+        .unwrap();
+    assert_eq!(
+        d.router().oneshot(request).await.unwrap().status(),
+        StatusCode::OK
+    );
+    assert!(
+        d.state()
+            .db
+            .app_by_name("java-app")
+            .await
+            .unwrap()
+            .is_some()
+    );
     d.shutdown().await;
 }
 
