@@ -476,3 +476,33 @@ async fn tokens_are_created_once_shown_and_deleted() {
     );
     d.shutdown().await;
 }
+
+/// An app name with a space, a slash and a plus: every link and the live charts' URL keep it one
+/// path segment (a `+` read back as a `+`, a `/` not splitting the path).
+#[tokio::test]
+async fn app_names_are_one_path_segment_in_every_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = start(&dir).await;
+    let admin = Browser::login(&d.router(), "admin", PASSWORD).await;
+    machine(&d, "my shop/+1", "127.0.0.1", "h").await;
+    let apps = admin.get("/apps").await;
+    assert!(
+        apps.body.contains("href=\"/apps/my%20shop%2F%2B1\""),
+        "{}",
+        apps.body
+    );
+    let page = admin.get("/apps/my%20shop%2F%2B1").await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    assert!(
+        page.body.contains("/apps/my%20shop%2F%2B1/charts?range=5m"),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body
+            .contains("href=\"/apps/my%20shop%2F%2B1/machines\"")
+    );
+    let charts = admin.get("/apps/my%20shop%2F%2B1/charts?range=5m").await;
+    assert_eq!(charts.status, StatusCode::OK);
+    d.shutdown().await;
+}

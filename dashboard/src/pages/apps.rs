@@ -328,11 +328,7 @@ pub(super) async fn monitor(
     if !search.is_empty() {
         query.append_pair("q", &search);
     }
-    let charts_url = format!(
-        "/apps/{}/charts?{}",
-        form_urlencoded::byte_serialize(app.as_bytes()).collect::<String>(),
-        query.finish()
-    );
+    let charts_url = format!("/apps/{}/charts?{}", super::segment(&app), query.finish());
     Ok(Page(Monitor {
         chrome: Chrome::new(&user, &by),
         app,

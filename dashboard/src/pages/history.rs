@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::rule_form::title;
-use super::rules::{find_app, segment};
+use super::rules::find_app;
 use super::{Chrome, Page};
 use crate::AppState;
 use crate::auth::{CurrentUser, Role, SignedInBy};
@@ -156,7 +156,7 @@ fn view(app: &str, e: &HistoryEntry) -> ChangeView {
         removed,
         changed,
         unchanged,
-        rollback_url: format!("/apps/{}/history/{}/rollback", segment(app), e.id),
+        rollback_url: format!("/apps/{}/history/{}/rollback", super::segment(app), e.id),
     }
 }
 
@@ -173,7 +173,7 @@ pub(super) async fn list(
         .db
         .history(found.id, only.map(|t| t.as_str()), q.before, PAGE)
         .await?;
-    let base = format!("/apps/{}/history", segment(&app));
+    let base = format!("/apps/{}/history", super::segment(&app));
     let mut filters = vec![Filter {
         title: "All types",
         url: base.clone(),
@@ -210,5 +210,5 @@ pub(super) async fn rollback(
     user.require(Role::Editor)?;
     let found = find_app(&state, &app).await?;
     roll_back(&state, found.id, id, &user.username).await?;
-    Ok(Redirect::to(&format!("/apps/{}/history", segment(&app))).into_response())
+    Ok(Redirect::to(&format!("/apps/{}/history", super::segment(&app))).into_response())
 }

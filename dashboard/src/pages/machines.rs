@@ -130,14 +130,7 @@ pub(super) async fn push_all(
     user.require(Role::Editor).or_page(&chrome)?;
     let found = find_app(&state, &app).await.or_page(&chrome)?;
     state.pusher.push_all(found.id);
-    Ok(Redirect::to(&format!("/apps/{}/machines", encode(&app))).into_response())
-}
-
-/// `s` percent-encoded as one path segment or query value.
-pub(super) fn encode(s: &str) -> String {
-    form_urlencoded::byte_serialize(s.as_bytes())
-        .collect::<String>()
-        .replace('+', "%20")
+    Ok(Redirect::to(&format!("/apps/{}/machines", super::segment(&app))).into_response())
 }
 
 #[derive(Debug, Deserialize)]

@@ -54,3 +54,16 @@ pub(crate) fn router() -> Router<AppState> {
         .route("/tokens", get(tokens::index).post(tokens::create))
         .route("/tokens/{id}/delete", post(tokens::delete))
 }
+
+/// `s` as one segment of a URL path (everything but unreserved characters percent-encoded).
+pub(crate) fn segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::apps::{MonitorQuery, RANGES, one_resource, range_of};
 use super::error::{OrPage, PageError};
-use super::machines::{MachineBreakerRows, breaker_rows, encode, find_app};
+use super::machines::{MachineBreakerRows, breaker_rows, find_app};
 use super::{Chrome, Page};
 use crate::AppState;
 use crate::auth::{CurrentUser, SignedInBy};
@@ -119,11 +119,15 @@ pub(super) async fn show(
     let machines = breaker_rows(&state, found.id, Some(&resource))
         .await
         .or_page(&chrome)?;
-    let page_url = format!("/apps/{}/resources/{}", encode(&app), encode(&resource));
+    let page_url = format!(
+        "/apps/{}/resources/{}",
+        super::segment(&app),
+        super::segment(&resource)
+    );
     let charts_url = format!(
         "/apps/{}/charts?range={range}&resource={}",
-        encode(&app),
-        encode(&resource)
+        super::segment(&app),
+        super::segment(&resource)
     );
     Ok(Page(ResourcePage {
         chrome,

@@ -20,19 +20,6 @@ use crate::db::App;
 use crate::error::{AppError, AppResult, FieldError};
 use crate::rules::{Change, rule_type};
 
-/// `s` as one segment of a URL path (everything but unreserved characters percent-encoded).
-pub(super) fn segment(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 pub(super) async fn find_app(state: &AppState, name: &str) -> AppResult<App> {
     state
         .db
@@ -42,7 +29,7 @@ pub(super) async fn find_app(state: &AppState, name: &str) -> AppResult<App> {
 }
 
 fn list_url(app: &str, rule_type: RuleType) -> String {
-    format!("/apps/{}/rules/{}", segment(app), rule_type.as_str())
+    format!("/apps/{}/rules/{}", super::segment(app), rule_type.as_str())
 }
 
 /// A tab of the rule pages.
@@ -128,7 +115,7 @@ pub(super) async fn list(
         new_url: format!("{base}/new"),
         history_url: format!(
             "/apps/{}/history?type={}",
-            segment(&app),
+            super::segment(&app),
             rule_type.as_str()
         ),
         app,
