@@ -83,6 +83,10 @@ pub fn parse_heartbeat(params: &[(String, String)]) -> Result<Registration, Fiel
             .map(|(_, v)| v.as_str())
     };
     let app = text("app", get("app").unwrap_or(""), MAX_NAME_LEN, true)?;
+    // `.` and `..` cannot be one segment of a page's URL: a browser resolves them away.
+    if app == "." || app == ".." {
+        return Err(invalid("app", "must not be `.` or `..`"));
+    }
     let app_type = match get("app_type").map(str::trim) {
         None | Some("") | Some("0") => 0,
         Some("1") => 1,
@@ -259,6 +263,8 @@ mod tests {
         assert_eq!(field_of(java(), "app", ""), "app");
         assert_eq!(field_of(java(), "app", &"a".repeat(257)), "app");
         assert_eq!(field_of(java(), "app", "a\u{7}b"), "app");
+        assert_eq!(field_of(java(), "app", ".."), "app");
+        assert_eq!(field_of(java(), "app", ".."), "app");
         assert_eq!(field_of(java(), "ip", "host:8080#"), "ip");
         assert_eq!(field_of(java(), "ip", "example.com"), "ip");
         assert_eq!(field_of(java(), "ip", "0.0.0.0"), "ip");

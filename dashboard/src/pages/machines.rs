@@ -2,6 +2,8 @@
 //! drift), one machine's live resources as a tree or a list with "add rule" links, and the circuit
 //! breakers of every healthy machine. The logic is the JSON API's (`routes::machines`).
 
+use std::collections::HashMap;
+
 use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -179,45 +181,110 @@ fn text(v: &Value, key: &str) -> String {
     }
 }
 
-/// The nodes in order, each with its depth: the parent chain (`parentId`) of each node counted,
-/// a node whose parent is unknown (or a cycle) taken as a root.
+/// The most nodes of a machine's answer shown (a tree of thousands of resources is still whole).
+const MAX_NODES: usize = 20_000;
+
+/// The nodes in order (at most [`MAX_NODES`]), each with its depth: the parent chain (`parentId`)
+/// of each node counted once, through an index of the ids, so that an answer of any shape is
+/// linear work; a node whose parent is unknown, or that is on a cycle, counts as a root.
 fn rows_of(nodes: &[Value], tree: bool) -> Vec<NodeRow> {
-    let ids: Vec<String> = nodes.iter().map(|n| text(n, "id")).collect();
-    let parent_of = |i: usize| -> Option<usize> {
-        let parent = text(&nodes[i], "parentId");
-        if parent.is_empty() {
-            return None;
+    let nodes = &nodes[..nodes.len().min(MAX_NODES)];
+    let index: HashMap<String, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (text(n, "id"), i))
+        .collect();
+    let parents: Vec<Option<usize>> = nodes
+        .iter()
+        .map(|n| {
+            let parent = text(n, "parentId");
+            (!parent.is_empty())
+                .then(|| index.get(&parent).copied())
+                .flatten()
+        })
+        .collect();
+    // Depth of every node, memoised; a walk that meets a node of its own walk found a cycle.
+    let mut depths: Vec<Option<usize>> = vec![None; nodes.len()];
+    if tree {
+        for start in 0..nodes.len() {
+            let mut path = Vec::new();
+            let mut on_path = std::collections::HashSet::new();
+            let mut at = Some(start);
+            let base = loop {
+                match at {
+                    None => break 0,
+                    Some(i) if depths[i].is_some() => break depths[i].unwrap_or(0) + 1,
+                    Some(i) if !on_path.insert(i) => {
+                        // A cycle: its nodes are roots.
+                        for &n in &path {
+                            depths[n] = Some(0);
+                        }
+                        path.clear();
+                        break 0;
+                    }
+                    Some(i) => {
+                        path.push(i);
+                        at = parents[i];
+                    }
+                }
+            };
+            for (k, &n) in path.iter().rev().enumerate() {
+                depths[n] = Some(base + k);
+            }
         }
-        ids.iter().position(|id| *id == parent)
-    };
+    }
     nodes
         .iter()
         .enumerate()
-        .map(|(i, n)| {
-            let mut depth = 0;
-            if tree {
-                let mut at = i;
-                while let Some(p) = parent_of(at) {
-                    depth += 1;
-                    at = p;
-                    if depth > nodes.len() {
-                        depth = 0;
-                        break;
-                    }
-                }
-            }
-            NodeRow {
-                resource: text(n, "resource"),
-                depth: depth.min(MAX_DEPTH),
-                pass: int(n, "passQps"),
-                block: int(n, "blockQps"),
-                success: int(n, "successQps"),
-                exception: int(n, "exceptionQps"),
-                threads: int(n, "threadNum"),
-                rt: int(n, "averageRt"),
-            }
+        .map(|(i, n)| NodeRow {
+            resource: text(n, "resource"),
+            depth: depths[i].unwrap_or(0).min(MAX_DEPTH),
+            pass: int(n, "passQps"),
+            block: int(n, "blockQps"),
+            success: int(n, "successQps"),
+            exception: int(n, "exceptionQps"),
+            threads: int(n, "threadNum"),
+            rt: int(n, "averageRt"),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn depths_follow_parents_and_cycles_are_roots() {
+        let nodes = vec![
+            json!({"id": "r", "resource": "machine-root"}),
+            json!({"id": "c", "parentId": "r", "resource": "ctx"}),
+            json!({"id": "a", "parentId": "c", "resource": "A"}),
+            json!({"id": "x", "parentId": "y", "resource": "X"}),
+            json!({"id": "y", "parentId": "x", "resource": "Y"}),
+            json!({"id": "o", "parentId": "gone", "resource": "O"}),
+        ];
+        let depths: Vec<usize> = rows_of(&nodes, true).iter().map(|r| r.depth).collect();
+        assert_eq!(depths, [0, 1, 2, 0, 0, 0]);
+    }
+
+    #[test]
+    fn a_long_cyclic_answer_is_linear_work() {
+        // 20,000 nodes each naming the next as parent, the last naming the first.
+        let n = 20_000;
+        let nodes: Vec<Value> = (0..n)
+            .map(|i| json!({"id": i.to_string(), "parentId": ((i + 1) % n).to_string()}))
+            .collect();
+        let rows = rows_of(&nodes, true);
+        assert_eq!(rows.len(), n);
+        assert!(rows.iter().all(|r| r.depth == 0));
+    }
+
+    #[test]
+    fn a_far_retry_time_does_not_overflow() {
+        assert_eq!(until(0, i64::MAX), format!("in {} s", i64::MAX / 1000));
+        assert_eq!(until(10, 5), "due");
+    }
 }
 
 pub(super) async fn resources(
@@ -355,7 +422,7 @@ fn until(now: i64, ms: i64) -> String {
     if ms <= now {
         "due".to_owned()
     } else {
-        format!("in {} s", (ms - now + 999) / 1000)
+        format!("in {} s", ms.saturating_sub(now).saturating_add(999) / 1000)
     }
 }
 

@@ -570,7 +570,14 @@ pub(super) fn to_rule(
             None => (&mut rule, s.name),
         };
         target.remove(key);
-        let text = values.get(s.name).unwrap_or("").trim();
+        // Names are kept as written (an agent's resource may have spaces at its ends); other
+        // fields are read without surrounding spaces.
+        let raw = values.get(s.name).unwrap_or("");
+        let text = if matches!(s.name, "resource" | "refResource" | "limitApp") {
+            raw
+        } else {
+            raw.trim()
+        };
         let value = match s.kind {
             Kind::Check => Ok(Some(Value::Bool(!text.is_empty()))),
             _ if text.is_empty() => {
@@ -733,6 +740,15 @@ mod tests {
         assert!(rule.get("refResource").is_none());
         assert!(rule.get("clusterConfig").is_none());
         assert_eq!(summary(RuleType::Flow, &rule), "QPS ≤ 20, warm up 10 s");
+    }
+
+    #[test]
+    fn names_keep_their_spaces() {
+        // An agent's resource may have spaces at its ends; a rule for it must name it as it is.
+        let values = Values::parse(b"resource=+spaced+&count=+5+");
+        let rule = to_rule(RuleType::Flow, &values, None).unwrap();
+        assert_eq!(rule["resource"], " spaced ");
+        assert_eq!(rule["count"], 5.0);
     }
 
     #[test]
