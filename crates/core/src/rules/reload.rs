@@ -3,24 +3,43 @@
 
 use std::sync::Arc;
 
-use regex::Regex;
+use regex::{Regex, RegexBuilder};
 
 use super::RuleError;
+
+/// The largest compiled size of a resource pattern (the regex crate's default is 10 MiB). A few
+/// characters such as `\w{200}` compile to megabytes of Unicode classes; a list of them would take
+/// the process's memory and the loading thread's time. Names of resources need far less than this.
+pub(crate) const MAX_PATTERN_COMPILED_BYTES: usize = 256 * 1024;
+
+fn compile(pattern: &str) -> Result<Regex, regex::Error> {
+    RegexBuilder::new(pattern)
+        .size_limit(MAX_PATTERN_COMPILED_BYTES)
+        .build()
+}
 
 /// A regex rule's `resource`, compiled to match whole resource names (Java's `Matcher.matches()`, which
 /// Sentinel uses), not any substring.
 pub(crate) fn whole_name_regex(index: usize, resource: &str) -> Result<Regex, RuleError> {
-    let invalid = |e: regex::Error| {
-        RuleError::invalid(
+    let invalid = |e: regex::Error| match e {
+        regex::Error::CompiledTooBig(_) => RuleError::invalid(
+            index,
+            "resource",
+            format!(
+                "is a regular expression too large to compile (over {} KiB)",
+                MAX_PATTERN_COMPILED_BYTES / 1024
+            ),
+        ),
+        e => RuleError::invalid(
             index,
             "resource",
             format!("is not a valid regular expression: {e}"),
-        )
+        ),
     };
     // The pattern alone first: wrapped unchecked, an unbalanced one (`a)|(?:b`) would close the
     // anchoring group itself and match a prefix instead of the whole name.
-    Regex::new(resource).map_err(invalid)?;
-    Regex::new(&format!("^(?:{resource})$")).map_err(invalid)
+    compile(resource).map_err(invalid)?;
+    compile(&format!("^(?:{resource})$")).map_err(invalid)
 }
 
 /// The states for the `new` rule list: each rule equal to one in force (`same`) takes that rule's state,
