@@ -91,6 +91,8 @@ pub struct MetricPoint {
 /// A resource active in a window, with its latest second.
 #[derive(Debug, Clone, PartialEq, Eq, FromRow)]
 pub struct ResourceActivity {
+    /// The resource's id.
+    pub id: i64,
     /// The resource's name.
     pub resource: String,
     /// Its latest second in the window.
@@ -361,7 +363,7 @@ impl Db {
         // With a single MAX() aggregate, SQLite takes the bare columns from the row holding the
         // maximum: the resource's latest second.
         sqlx::query_as(
-            "SELECT r.name AS resource, MAX(s.ts) AS ts, s.pass, s.block, s.success, s.exception, \
+            "SELECT r.id AS id, r.name AS resource, MAX(s.ts) AS ts, s.pass, s.block, s.success, s.exception, \
                     s.rt_sum, SUM(s.block) AS total_block, SUM(s.pass) AS total_pass \
              FROM resources r JOIN metric_seconds s ON s.resource_id = r.id \
              WHERE r.app_id = ? AND s.ts >= ? AND s.ts <= ? \

@@ -271,10 +271,7 @@ async fn build_charts(
         .await?;
     let mut resources = Vec::with_capacity(active.len());
     for a in active {
-        let Some(id) = state.db.resource_id(app_id, &a.resource).await? else {
-            continue;
-        };
-        resources.push(resource_charts(state, id, a.resource, window).await?);
+        resources.push(resource_charts(state, a.id, a.resource, window).await?);
     }
     Ok(Charts {
         app: app.to_owned(),
