@@ -2,20 +2,16 @@
 //! export and import, history and rollback, and every refusal — no session, no CSRF token, a viewer,
 //! a bad rule, an unknown app or type — answers with its status and changes nothing.
 
-use std::sync::Arc;
+mod support;
 
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use floodgate_core::ManualClock;
-use floodgate_dashboard::db::HeartbeatRecord;
-use floodgate_dashboard::{Config, Dashboard};
+use floodgate_dashboard::Dashboard;
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
+use support::PASSWORD;
 use tower::ServiceExt;
-
-const NOW: u64 = 1_800_000_000_000;
-const PASSWORD: &str = "correct horse battery staple";
 
 struct Api {
     router: Router,
@@ -73,31 +69,8 @@ impl Api {
 }
 
 async fn start(dir: &tempfile::TempDir) -> Dashboard {
-    let mut config = Config::for_database(format!(
-        "sqlite://{}",
-        dir.path().join("floodgate.db").display()
-    ));
-    config.admin_password = Some(PASSWORD.into());
-    let d = Dashboard::start_with_clock(config, Arc::new(ManualClock::new(NOW)))
-        .await
-        .unwrap();
-    d.state()
-        .db
-        .record_heartbeat(
-            &HeartbeatRecord {
-                app: "orders",
-                app_type: 0,
-                ip: "127.0.0.1",
-                port: 1,
-                hostname: "h",
-                sentinel_version: "1.8.9",
-                agent_token: None,
-            },
-            NOW as i64,
-            d.state().config.registry_limits(),
-        )
-        .await
-        .unwrap();
+    let d = support::start(dir).await;
+    support::machine(&d, "orders", "127.0.0.1", "h").await;
     d
 }
 

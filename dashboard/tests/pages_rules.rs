@@ -3,158 +3,25 @@
 //! and nothing saved; names from outside are escaped; rollback restores the list; a viewer sees no
 //! control and is refused every change; a form without its CSRF token is refused.
 
-use std::sync::Arc;
+mod support;
 
-use axum::Router;
-use axum::body::Body;
-use axum::http::{Request, StatusCode, header};
-use floodgate_core::ManualClock;
-use floodgate_dashboard::db::HeartbeatRecord;
-use floodgate_dashboard::{Config, Dashboard};
-use http_body_util::BodyExt;
+use axum::http::StatusCode;
+use floodgate_dashboard::Dashboard;
 use serde_json::{Value, json};
-use tower::ServiceExt;
+use support::{Browser, PASSWORD};
 
-const NOW: u64 = 1_800_000_000_000;
-const PASSWORD: &str = "correct horse battery staple";
-
-/// A signed-in browser.
-struct Client {
-    router: Router,
-    cookie: String,
-    csrf: String,
-}
-
-/// A response: its status, `Location` and body.
-struct Reply {
-    status: StatusCode,
-    location: Option<String>,
-    body: String,
-}
-
-impl Client {
-    async fn login(router: &Router, user: &str, password: &str) -> Client {
-        let request = Request::post("/auth/login")
-            .header("content-type", "application/json")
-            .body(Body::from(
-                json!({"username": user, "password": password}).to_string(),
-            ))
-            .unwrap();
-        let response = router.clone().oneshot(request).await.unwrap();
-        assert_eq!(response.status(), StatusCode::OK);
-        let cookie = response
-            .headers()
-            .get("set-cookie")
-            .and_then(|v| v.to_str().ok())
-            .map(|c| c.split(';').next().unwrap_or_default().to_owned())
-            .unwrap();
-        let bytes = response.into_body().collect().await.unwrap().to_bytes();
-        let body: Value = serde_json::from_slice(&bytes).unwrap();
-        Client {
-            router: router.clone(),
-            cookie,
-            csrf: body["csrfToken"].as_str().unwrap().to_owned(),
-        }
-    }
-
-    async fn send(&self, request: Request<Body>) -> Reply {
-        let response = self.router.clone().oneshot(request).await.unwrap();
-        let status = response.status();
-        let location = response
-            .headers()
-            .get(header::LOCATION)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        let bytes = response.into_body().collect().await.unwrap().to_bytes();
-        Reply {
-            status,
-            location,
-            body: String::from_utf8_lossy(&bytes).into_owned(),
-        }
-    }
-
-    async fn get(&self, path: &str) -> Reply {
-        let request = Request::get(path)
-            .header("cookie", &self.cookie)
-            .header("accept", "text/html")
-            .body(Body::empty())
-            .unwrap();
-        self.send(request).await
-    }
-
-    /// Posts `fields` as a form, with the session's `_csrf` field when `csrf`.
-    async fn post_form(&self, path: &str, fields: &[(&str, &str)], csrf: bool) -> Reply {
-        let mut form = form_urlencoded::Serializer::new(String::new());
-        if csrf {
-            form.append_pair("_csrf", &self.csrf);
-        }
-        for (k, v) in fields {
-            form.append_pair(k, v);
-        }
-        let request = Request::post(path)
-            .header("cookie", &self.cookie)
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(Body::from(form.finish()))
-            .unwrap();
-        self.send(request).await
-    }
-
-    async fn post(&self, path: &str, fields: &[(&str, &str)]) -> Reply {
-        self.post_form(path, fields, true).await
-    }
-
-    async fn api(&self, method: &str, path: &str, body: Option<Value>) -> (StatusCode, Value) {
-        let request = Request::builder()
-            .method(method)
-            .uri(path)
-            .header("cookie", &self.cookie)
-            .header("x-csrf-token", &self.csrf)
-            .header("content-type", "application/json")
-            .body(body.map_or_else(Body::empty, |b| Body::from(b.to_string())))
-            .unwrap();
-        let reply = self.send(request).await;
-        (
-            reply.status,
-            serde_json::from_str(&reply.body).unwrap_or(Value::Null),
-        )
-    }
-
-    /// The app's rules of `rule_type`, as the API lists them.
-    async fn rules(&self, rule_type: &str) -> Vec<Value> {
-        let (status, body) = self
-            .api("GET", &format!("/api/apps/orders/rules/{rule_type}"), None)
-            .await;
-        assert_eq!(status, StatusCode::OK);
-        body["rules"].as_array().unwrap().clone()
-    }
+/// The app's rules of `rule_type`, as the API lists them.
+async fn stored(b: &Browser, rule_type: &str) -> Vec<Value> {
+    let (status, body) = b
+        .api("GET", &format!("/api/apps/orders/rules/{rule_type}"), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    body["rules"].as_array().unwrap().clone()
 }
 
 async fn start(dir: &tempfile::TempDir) -> Dashboard {
-    let mut config = Config::for_database(format!(
-        "sqlite://{}",
-        dir.path().join("floodgate.db").display()
-    ));
-    config.admin_password = Some(PASSWORD.into());
-    let d = Dashboard::start_with_clock(config, Arc::new(ManualClock::new(NOW)))
-        .await
-        .unwrap();
-    d.state()
-        .db
-        .record_heartbeat(
-            &HeartbeatRecord {
-                app: "orders",
-                app_type: 0,
-                ip: "127.0.0.1",
-                port: 1,
-                hostname: "h",
-                sentinel_version: "1.8.9",
-                agent_token: None,
-            },
-            NOW as i64,
-            d.state().config.registry_limits(),
-        )
-        .await
-        .unwrap();
+    let d = support::start(dir).await;
+    support::machine(&d, "orders", "127.0.0.1", "h").await;
     d
 }
 
@@ -184,7 +51,7 @@ fn flow_form<'a>(resource: &'a str, count: &'a str) -> Form<'a> {
 async fn a_flow_rule_is_created_edited_and_deleted_through_the_forms() {
     let dir = tempfile::tempdir().unwrap();
     let d = start(&dir).await;
-    let admin = Client::login(&d.router(), "admin", PASSWORD).await;
+    let admin = Browser::login(&d.router(), "admin", PASSWORD).await;
 
     let list = admin.get(FLOW).await;
     assert_eq!(list.status, StatusCode::OK);
@@ -209,7 +76,7 @@ async fn a_flow_rule_is_created_edited_and_deleted_through_the_forms() {
     let saved = admin.post(FLOW, &flow_form("GET:/a", "20")).await;
     assert_eq!(saved.status, StatusCode::SEE_OTHER, "{}", saved.body);
     assert_eq!(saved.location.as_deref(), Some(FLOW));
-    let rules = admin.rules("flow").await;
+    let rules = stored(&admin, "flow").await;
     assert_eq!(rules.len(), 1);
     let id = rules[0]["id"].as_i64().unwrap();
     assert_eq!(rules[0]["rule"]["count"], 20.0);
@@ -238,7 +105,7 @@ async fn a_flow_rule_is_created_edited_and_deleted_through_the_forms() {
         );
         assert!(refused.body.contains(r#"value="GET:/b""#));
     }
-    assert_eq!(admin.rules("flow").await.len(), 1);
+    assert_eq!(stored(&admin, "flow").await.len(), 1);
 
     // Edit.
     let edit_url = format!("{FLOW}/{id}/edit");
@@ -253,7 +120,7 @@ async fn a_flow_rule_is_created_edited_and_deleted_through_the_forms() {
     form.push(("controlBehavior", "1"));
     let updated = admin.post(&format!("{FLOW}/{id}"), &form).await;
     assert_eq!(updated.status, StatusCode::SEE_OTHER, "{}", updated.body);
-    let rules = admin.rules("flow").await;
+    let rules = stored(&admin, "flow").await;
     assert_eq!(rules[0]["id"], id);
     assert_eq!(rules[0]["rule"]["count"], 30.0);
     assert_eq!(rules[0]["rule"]["controlBehavior"], 1);
@@ -269,13 +136,13 @@ async fn a_flow_rule_is_created_edited_and_deleted_through_the_forms() {
         .await;
     assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(refused.body.contains(r#"id="error-count""#));
-    assert_eq!(admin.rules("flow").await[0]["rule"]["count"], 30.0);
+    assert_eq!(stored(&admin, "flow").await[0]["rule"]["count"], 30.0);
 
     // Delete.
     let deleted = admin.post(&format!("{FLOW}/{id}/delete"), &[]).await;
     assert_eq!(deleted.status, StatusCode::SEE_OTHER);
     assert_eq!(deleted.location.as_deref(), Some(FLOW));
-    assert!(admin.rules("flow").await.is_empty());
+    assert!(stored(&admin, "flow").await.is_empty());
     assert!(
         !admin
             .get(FLOW)
@@ -293,7 +160,7 @@ async fn a_flow_rule_is_created_edited_and_deleted_through_the_forms() {
 async fn every_type_saves_its_form_and_lists_it_in_words() {
     let dir = tempfile::tempdir().unwrap();
     let d = start(&dir).await;
-    let admin = Client::login(&d.router(), "admin", PASSWORD).await;
+    let admin = Browser::login(&d.router(), "admin", PASSWORD).await;
     let cases: [(&str, Form<'_>, &str); 4] = [
         (
             "degrade",
@@ -366,7 +233,7 @@ async fn every_type_saves_its_form_and_lists_it_in_words() {
         );
         let list = admin.get(&url).await;
         assert!(list.body.contains(words), "{rule_type}: {}", list.body);
-        let rules = admin.rules(rule_type).await;
+        let rules = stored(&admin, rule_type).await;
         assert_eq!(rules.len(), 1, "{rule_type}");
         let id = rules[0]["id"].as_i64().unwrap();
         // The edit form shows the stored rule again.
@@ -379,7 +246,7 @@ async fn every_type_saves_its_form_and_lists_it_in_words() {
             );
         }
     }
-    let rules = admin.rules("paramFlow").await;
+    let rules = stored(&admin, "paramFlow").await;
     assert_eq!(
         rules[0]["rule"]["paramFlowItemList"],
         json!([{"object": "42", "classType": "int", "count": 100},
@@ -409,7 +276,7 @@ async fn every_type_saves_its_form_and_lists_it_in_words() {
         .await;
     assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(refused.body.contains(r#"id="error-paramIdx""#));
-    assert_eq!(admin.rules("paramFlow").await.len(), 1);
+    assert_eq!(stored(&admin, "paramFlow").await.len(), 1);
 
     // An unknown type or app is refused.
     assert_eq!(
@@ -426,12 +293,12 @@ async fn every_type_saves_its_form_and_lists_it_in_words() {
 async fn names_from_outside_are_escaped() {
     let dir = tempfile::tempdir().unwrap();
     let d = start(&dir).await;
-    let admin = Client::login(&d.router(), "admin", PASSWORD).await;
+    let admin = Browser::login(&d.router(), "admin", PASSWORD).await;
     let evil = "<script>alert(1)</script>";
     let saved = admin.post(FLOW, &flow_form(evil, "5")).await;
     assert_eq!(saved.status, StatusCode::SEE_OTHER, "{}", saved.body);
     let escaped = "&#60;script&#62;alert(1)&#60;/script&#62;";
-    let id = admin.rules("flow").await[0]["id"].as_i64().unwrap();
+    let id = stored(&admin, "flow").await[0]["id"].as_i64().unwrap();
     for path in [
         FLOW.to_owned(),
         format!("{FLOW}/{id}/edit"),
@@ -460,7 +327,7 @@ async fn names_from_outside_are_escaped() {
 async fn the_history_shows_a_diff_and_rolls_back() {
     let dir = tempfile::tempdir().unwrap();
     let d = start(&dir).await;
-    let admin = Client::login(&d.router(), "admin", PASSWORD).await;
+    let admin = Browser::login(&d.router(), "admin", PASSWORD).await;
     assert!(
         admin
             .get("/apps/orders/history")
@@ -469,7 +336,7 @@ async fn the_history_shows_a_diff_and_rolls_back() {
             .contains("No rule has changed yet")
     );
     admin.post(FLOW, &flow_form("GET:/a", "20")).await;
-    let id = admin.rules("flow").await[0]["id"].as_i64().unwrap();
+    let id = stored(&admin, "flow").await[0]["id"].as_i64().unwrap();
     admin
         .post(&format!("{FLOW}/{id}"), &flow_form("GET:/a", "30"))
         .await;
@@ -514,7 +381,7 @@ async fn the_history_shows_a_diff_and_rolls_back() {
         .await;
     assert_eq!(back.status, StatusCode::SEE_OTHER);
     assert_eq!(back.location.as_deref(), Some("/apps/orders/history"));
-    let rules = admin.rules("flow").await;
+    let rules = stored(&admin, "flow").await;
     assert_eq!(rules.len(), 1);
     assert_eq!(rules[0]["id"], id);
     assert_eq!(rules[0]["rule"]["count"], 20.0);
@@ -532,9 +399,9 @@ async fn a_viewer_sees_no_controls_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let d = start(&dir).await;
     let router = d.router();
-    let admin = Client::login(&router, "admin", PASSWORD).await;
+    let admin = Browser::login(&router, "admin", PASSWORD).await;
     admin.post(FLOW, &flow_form("GET:/a", "20")).await;
-    let id = admin.rules("flow").await[0]["id"].as_i64().unwrap();
+    let id = stored(&admin, "flow").await[0]["id"].as_i64().unwrap();
     let (status, _) = admin
         .api(
             "POST",
@@ -543,7 +410,7 @@ async fn a_viewer_sees_no_controls_and_changes_nothing() {
         )
         .await;
     assert_eq!(status, StatusCode::CREATED);
-    let viewer = Client::login(&router, "vera", "viewer password 1").await;
+    let viewer = Browser::login(&router, "vera", "viewer password 1").await;
 
     let list = viewer.get(FLOW).await;
     assert_eq!(list.status, StatusCode::OK);
@@ -577,7 +444,7 @@ async fn a_viewer_sees_no_controls_and_changes_nothing() {
         let refused = viewer.post(&path, &flow_form("GET:/a", "1")).await;
         assert_eq!(refused.status, StatusCode::FORBIDDEN, "{path}");
     }
-    let rules = admin.rules("flow").await;
+    let rules = stored(&admin, "flow").await;
     assert_eq!(rules.len(), 1);
     assert_eq!(rules[0]["rule"]["count"], 20.0);
     assert_eq!(
@@ -596,14 +463,14 @@ async fn a_viewer_sees_no_controls_and_changes_nothing() {
 async fn a_form_without_its_csrf_token_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let d = start(&dir).await;
-    let admin = Client::login(&d.router(), "admin", PASSWORD).await;
+    let admin = Browser::login(&d.router(), "admin", PASSWORD).await;
     let refused = admin
         .post_form(FLOW, &flow_form("GET:/a", "20"), false)
         .await;
     assert_eq!(refused.status, StatusCode::FORBIDDEN);
-    assert!(admin.rules("flow").await.is_empty());
+    assert!(stored(&admin, "flow").await.is_empty());
     admin.post(FLOW, &flow_form("GET:/a", "20")).await;
-    let id = admin.rules("flow").await[0]["id"].as_i64().unwrap();
+    let id = stored(&admin, "flow").await[0]["id"].as_i64().unwrap();
     for path in [
         format!("{FLOW}/{id}"),
         format!("{FLOW}/{id}/delete"),
@@ -618,7 +485,7 @@ async fn a_form_without_its_csrf_token_is_refused() {
             .await;
         assert_eq!(wrong.status, StatusCode::FORBIDDEN, "{path}");
     }
-    let rules = admin.rules("flow").await;
+    let rules = stored(&admin, "flow").await;
     assert_eq!(rules.len(), 1);
     assert_eq!(rules[0]["rule"]["count"], 20.0);
 }

@@ -3,47 +3,19 @@
 //! changed what with the lists before and after, and rolls back; imports only into a type the app
 //! does not manage.
 
-use std::sync::Arc;
+mod support;
 
-use floodgate_core::{ManualClock, RuleType};
-use floodgate_dashboard::db::{HeartbeatRecord, Recorded};
+use floodgate_core::RuleType;
 use floodgate_dashboard::rules::Change;
-use floodgate_dashboard::{AppError, AppState, Config, Dashboard};
+use floodgate_dashboard::{AppError, AppState, Dashboard};
 use serde_json::{Value, json};
 
-const NOW: u64 = 1_800_000_000_000;
-
 async fn start(dir: &tempfile::TempDir) -> (Dashboard, i64) {
-    let mut config = Config::for_database(format!(
-        "sqlite://{}",
-        dir.path().join("floodgate.db").display()
-    ));
-    config.admin_password = Some("correct horse battery staple".into());
-    let d = Dashboard::start_with_clock(config, Arc::new(ManualClock::new(NOW)))
+    let d = support::start(dir).await;
+    let app_id = support::machine(&d, "orders", "127.0.0.1", "h")
         .await
-        .unwrap();
-    let Recorded::Machine { machine, .. } = d
-        .state()
-        .db
-        .record_heartbeat(
-            &HeartbeatRecord {
-                app: "orders",
-                app_type: 0,
-                ip: "127.0.0.1",
-                port: 1,
-                hostname: "h",
-                sentinel_version: "1.8.9",
-                agent_token: None,
-            },
-            NOW as i64,
-            d.state().config.registry_limits(),
-        )
-        .await
-        .unwrap()
-    else {
-        panic!("not recorded")
-    };
-    (d, machine.app_id)
+        .app_id;
+    (d, app_id)
 }
 
 async fn apply(
