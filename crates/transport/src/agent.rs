@@ -1,7 +1,7 @@
 //! The agent: binds the command API, loads and watches rule files, collects metrics every second and
 //! sends heartbeats — on its own small runtime thread, so it works whether or not the app runs tokio.
 
-use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -18,7 +18,7 @@ use crate::host::{HostInfo, ReportedIp};
 use crate::metric_log::MetricLog;
 use crate::metric_store::MetricStore;
 use crate::rule_file::RuleFiles;
-use crate::serve::serve;
+use crate::serve::{BACKLOG, serve};
 
 /// How many ports past the configured one a port search tries.
 const PORT_SEARCH_SPAN: u16 = 32;
@@ -35,9 +35,22 @@ pub enum AgentError {
     /// The address could not be bound.
     #[error("cannot bind the command API on {addr}: {source}")]
     Bind {
-        /// The address tried (the last one with a port search).
+        /// The address asked for.
         addr: SocketAddr,
         /// Why.
+        source: std::io::Error,
+    },
+    /// A port search found no port it could bind.
+    #[error(
+        "cannot bind the command API on {addr}, nor on ports {} to {last_port} (port search): {source}",
+        addr.port() + 1
+    )]
+    BindSearch {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// The last port tried.
+        last_port: u16,
+        /// Why the last port tried could not be bound.
         source: std::io::Error,
     },
     /// The agent's runtime thread could not start.
@@ -142,6 +155,18 @@ impl Drop for Agent {
     fn drop(&mut self) {
         self.stop_now();
     }
+}
+
+/// A listening socket on `addr` with a backlog of [`BACKLOG`] (std's is 128), reusing the address as
+/// std's listeners do; in a runtime's context.
+fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(BACKLOG)
 }
 
 fn collect(fg: &Floodgate, metrics: &MetricStore, log: Option<&MetricLog>) {
@@ -263,25 +288,38 @@ impl AgentBuilder {
         self
     }
 
-    fn bind_listener(&self) -> Result<TcpListener, AgentError> {
+    /// Binds the command port (searching the next ones if asked to), with a backlog of
+    /// [`BACKLOG`]; in the runtime's context.
+    fn bind_listener(&self) -> Result<tokio::net::TcpListener, AgentError> {
         let c = &self.config;
+        let asked = SocketAddr::new(c.bind_addr, c.port);
         let span = if c.port_search && c.port != 0 {
             PORT_SEARCH_SPAN
         } else {
             1
         };
         let mut last = None;
-        for offset in 0..span {
-            let addr = SocketAddr::new(c.bind_addr, c.port.saturating_add(offset));
-            match TcpListener::bind(addr) {
+        for port in (c.port..=u16::MAX).take(usize::from(span)) {
+            match listen(SocketAddr::new(c.bind_addr, port)) {
                 Ok(listener) => return Ok(listener),
-                Err(source) => last = Some(AgentError::Bind { addr, source }),
+                Err(source) => last = Some((port, source)),
             }
         }
-        Err(last.unwrap_or_else(|| AgentError::Bind {
-            addr: SocketAddr::new(c.bind_addr, c.port),
-            source: std::io::Error::other("no port tried"),
-        }))
+        Err(match last {
+            Some((port, source)) if port != c.port => AgentError::BindSearch {
+                addr: asked,
+                last_port: port,
+                source,
+            },
+            Some((_, source)) => AgentError::Bind {
+                addr: asked,
+                source,
+            },
+            None => AgentError::Bind {
+                addr: asked,
+                source: std::io::Error::other("no port tried"),
+            },
+        })
     }
 
     /// Starts the agent: binds, loads the rule files, and runs the API, metrics and heartbeats. Refuses a
@@ -335,41 +373,29 @@ impl AgentBuilder {
         if !c.bind_addr.is_loopback() && c.token.is_none() {
             return Err(AgentError::InsecureBind(c.bind_addr));
         }
-        let listener = self.bind_listener()?;
-        listener
-            .set_nonblocking(true)
-            .map_err(AgentError::Runtime)?;
-        let addr = listener.local_addr().map_err(AgentError::Runtime)?;
-        let prometheus_listener = match c.prometheus_port {
-            Some(port) => {
-                let addr = SocketAddr::new(c.bind_addr, port);
-                let l =
-                    TcpListener::bind(addr).map_err(|source| AgentError::Bind { addr, source })?;
-                l.set_nonblocking(true).map_err(AgentError::Runtime)?;
-                Some(l)
-            }
-            None => None,
-        };
-        let prometheus_addr = match &prometheus_listener {
-            Some(l) => Some(l.local_addr().map_err(AgentError::Runtime)?),
-            None => None,
-        };
         // Before the rule files load: a start that fails changes no rule.
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(AgentError::Runtime)?;
-        // Registered with the runtime here, so that a failure is `start`'s error, not a silent exit of
-        // the agent thread after "listening" was reported.
+        // Bound in the runtime's context (tokio's sockets set the backlog), so that a failure is
+        // `start`'s error, not a silent exit of the agent thread after "listening" was reported.
         let (listener, prometheus_listener) = {
             let _runtime = runtime.enter();
-            let listener =
-                tokio::net::TcpListener::from_std(listener).map_err(AgentError::Runtime)?;
-            let prometheus = prometheus_listener
-                .map(tokio::net::TcpListener::from_std)
-                .transpose()
-                .map_err(AgentError::Runtime)?;
+            let listener = self.bind_listener()?;
+            let prometheus = match c.prometheus_port {
+                Some(port) => {
+                    let addr = SocketAddr::new(c.bind_addr, port);
+                    Some(listen(addr).map_err(|source| AgentError::Bind { addr, source })?)
+                }
+                None => None,
+            };
             (listener, prometheus)
+        };
+        let addr = listener.local_addr().map_err(AgentError::Runtime)?;
+        let prometheus_addr = match &prometheus_listener {
+            Some(l) => Some(l.local_addr().map_err(AgentError::Runtime)?),
+            None => None,
         };
         let metric_log = match &c.metric_log_dir {
             Some(dir) => Some(Arc::new(

@@ -25,6 +25,7 @@
 //! # Ok::<(), floodgate_transport::AgentError>(())
 //! ```
 
+mod admission;
 mod agent;
 mod command;
 mod config;

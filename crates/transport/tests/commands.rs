@@ -699,7 +699,7 @@ fn a_wrong_header_token_is_refused_before_the_body() {
 }
 
 /// Half-sent requests and idle connections neither hold a stop (each connection is closed after a
-/// short grace) nor take more than the connection limit.
+/// short grace) nor keep a request that comes whole from being answered.
 #[test]
 fn half_sent_requests_do_not_hold_the_agent() {
     use std::io::Write;
@@ -714,9 +714,12 @@ fn half_sent_requests_do_not_hold_the_agent() {
             .unwrap();
         held.push(stream);
     }
-    // Past the limit a new connection is closed at once, and nothing is answered on it.
-    let (status, _) = raw(addr, b"GET /version HTTP/1.1\r\nHost: localhost\r\n\r\n");
-    assert_eq!(status, 0, "closed: 64 connections are open");
+    // Past the places for connections that sent no whole request, the oldest gives way.
+    let (status, body) = raw(
+        addr,
+        b"GET /version HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!((status, body.as_str()), (200, "1.8.9"));
     let (done, finished) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         agent.shutdown();
@@ -820,4 +823,153 @@ fn set_rules_with_empty_data_is_refused() {
     let (status, _) = post(agent.local_addr(), "setRules", &[("type", "flow")]);
     assert_eq!(status, 200);
     assert!(fg.flow_rules().is_empty(), "no data: cleared");
+}
+
+/// form_urlencoded's parse turned percent-decoded bytes that are not UTF-8 into U+FFFD: a rule's
+/// resource silently became another name. Refused, naming the parameter, and nothing changes.
+#[test]
+fn rule_data_that_is_not_utf8_is_refused_by_name() {
+    let (_clock, fg) = engine();
+    let agent = builder(&fg).start().unwrap();
+    let addr = agent.local_addr();
+    let body = "type=flow&data=%5B%7B%22resource%22%3A%22a%FFb%22%2C%22count%22%3A1%7D%5D";
+    let request = format!(
+        "POST /setRules HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    assert_eq!(
+        raw(addr, request.as_bytes()),
+        (
+            400,
+            "parameter `data` is not UTF-8 text once percent-decoded".to_owned()
+        )
+    );
+    assert_eq!(
+        get(addr, "clusterNodeById?id=%C3%28"),
+        (
+            400,
+            "parameter `id` is not UTF-8 text once percent-decoded".to_owned()
+        )
+    );
+    assert!(fg.flow_rules().is_empty());
+}
+
+/// The form content type was a prefix match (`…urlencodedXYZ` was a form) and any charset passed.
+#[test]
+fn the_form_media_type_is_matched_exactly_and_its_charset_must_be_utf8() {
+    let (_clock, fg) = engine();
+    let agent = builder(&fg).start().unwrap();
+    let addr = agent.local_addr();
+    let body = "value=false";
+    let post = |content_type: &str| {
+        raw(
+            addr,
+            format!(
+                "POST /setSwitch HTTP/1.1\r\nHost: {addr}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        )
+    };
+    for refused in [
+        "application/x-www-form-urlencodedXYZ",
+        "application/x-www-form-urlencoded-evil; charset=UTF-8",
+        "application/x-www-form-urlencoded; charset=ISO-8859-1",
+        "application/x-www-form-urlencoded; charset=\"utf-16\"",
+        "text/plain",
+    ] {
+        let (status, message) = post(refused);
+        assert_eq!(status, 415, "{refused}: {message}");
+        assert!(fg.is_enabled(), "{refused}: nothing changed");
+    }
+    assert!(
+        post("application/x-www-form-urlencoded; charset=ISO-8859-1")
+            .1
+            .contains("ISO-8859-1")
+    );
+    for accepted in [
+        "application/x-www-form-urlencoded",
+        "APPLICATION/X-WWW-FORM-URLENCODED;charset=utf-8",
+        "application/x-www-form-urlencoded; charset=\"UTF-8\"",
+        " application/x-www-form-urlencoded ; foo=bar",
+    ] {
+        assert_eq!(post(accepted).0, 200, "{accepted}");
+        fg.set_enabled(true);
+    }
+}
+
+/// Two `Host` headers were accepted (which one names the agent depends on who reads them).
+#[test]
+fn two_host_headers_are_refused() {
+    let (_clock, fg) = engine();
+    let agent = builder(&fg).start().unwrap();
+    let addr = agent.local_addr();
+    let (status, body) = raw(
+        addr,
+        format!("GET /setSwitch?value=false HTTP/1.1\r\nHost: {addr}\r\nHost: evil.example\r\nConnection: close\r\n\r\n")
+            .as_bytes(),
+    );
+    assert_eq!((status, body.as_str()), (400, "more than one Host header"));
+    assert!(fg.is_enabled());
+}
+
+/// `Sec-Fetch-Site` was compared case-sensitively: `Cross-Site` got through.
+#[test]
+fn sec_fetch_site_is_compared_in_any_case() {
+    let (_clock, fg) = engine();
+    let agent = builder(&fg).start().unwrap();
+    let addr = agent.local_addr();
+    for site in ["Cross-Site", "SAME-SITE", " cross-site "] {
+        let (status, _) = raw(
+            addr,
+            format!("GET /setSwitch?value=false HTTP/1.1\r\nHost: {addr}\r\nSec-Fetch-Site: {site}\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        );
+        assert_eq!(status, 403, "{site}");
+    }
+    assert!(fg.is_enabled());
+}
+
+/// The bind error named the last port a search tried, not the one asked for.
+#[test]
+fn a_bind_error_names_the_port_asked_for_and_the_ports_searched() {
+    let (_clock, fg) = engine();
+    let err = {
+        let first = builder(&fg).start().unwrap();
+        let err = builder(&fg).port(first.port()).start().unwrap_err();
+        assert!(
+            err.to_string().starts_with(&format!(
+                "cannot bind the command API on {}: ",
+                first.local_addr()
+            )),
+            "{err}"
+        );
+        err
+    };
+    assert!(matches!(err, floodgate_transport::AgentError::Bind { .. }));
+    // 32 consecutive ports taken (found by trying bases until all 32 bind).
+    let (base, _held) = (0..100)
+        .find_map(|_| {
+            let first = std::net::TcpListener::bind("127.0.0.1:0").ok()?;
+            let base = first.local_addr().ok()?.port();
+            let mut held = vec![first];
+            for port in base.checked_add(1)?..=base.checked_add(31)? {
+                held.push(std::net::TcpListener::bind(("127.0.0.1", port)).ok()?);
+            }
+            Some((base, held))
+        })
+        .expect("32 consecutive free ports");
+    let err = builder(&fg)
+        .port(base)
+        .port_search(true)
+        .start()
+        .unwrap_err();
+    assert_eq!(
+        err.to_string().split(" (port search)").next().unwrap(),
+        format!(
+            "cannot bind the command API on 127.0.0.1:{base}, nor on ports {} to {}",
+            base + 1,
+            base + 31
+        )
+    );
 }

@@ -43,6 +43,7 @@ mod info;
 mod log_throttle;
 mod metric;
 mod nodes;
+mod params;
 mod rules;
 
 pub use info::SENTINEL_VERSION;
@@ -61,7 +62,10 @@ use floodgate_core::Floodgate;
 pub(crate) use auth_failures::AuthFailures;
 use auth_failures::{Failure, MAX_FAILURES, WINDOW};
 pub(crate) use log_throttle::LogThrottle;
+use params::ParamError;
+pub(crate) use params::Params;
 
+use crate::admission::Ticket;
 use crate::host::{HostInfo, ReportedIp};
 use crate::metric_store::MetricStore;
 use crate::prometheus::{PROMETHEUS_CONTENT_TYPE, prometheus_text};
@@ -150,59 +154,8 @@ fn typed(status: StatusCode, content_type: &'static str, body: String) -> Respon
     (status, [(header::CONTENT_TYPE, content_type)], body).into_response()
 }
 
-/// The most parameters a request may carry (Sentinel's commands take a handful).
-const MAX_PARAMS: usize = 64;
-
 /// How long a client may take to send a request body.
 const BODY_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The decoded parameters of one request.
-#[derive(Debug, Default)]
-pub(crate) struct Params(Vec<(String, String)>);
-
-impl Params {
-    /// Adds the pairs of `form`; `false` (and nothing past it kept) if that makes more than
-    /// [`MAX_PARAMS`].
-    fn extend_from_form(&mut self, form: &[u8]) -> bool {
-        for (k, v) in form_urlencoded::parse(form) {
-            let key = k.trim();
-            if key.is_empty() {
-                continue;
-            }
-            if self.0.len() == MAX_PARAMS {
-                return false;
-            }
-            // Values are kept as sent: a resource may be named " a " (RM-02). Words and numbers are
-            // trimmed where they are read (`word`).
-            self.0.push((key.to_owned(), v.into_owned()));
-        }
-        true
-    }
-
-    /// The last value of `key`.
-    pub(crate) fn get(&self, key: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .rev()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// The last value of `key`, trimmed: for keywords, numbers and tokens.
-    pub(crate) fn word(&self, key: &str) -> Option<&str> {
-        self.get(key).map(str::trim)
-    }
-
-    /// The value of `key` as sent, if present and not empty (a name may be all spaces).
-    pub(crate) fn non_empty(&self, key: &str) -> Option<&str> {
-        self.get(key).filter(|v| !v.is_empty())
-    }
-
-    /// The value of `key` as sent, if present and not blank.
-    pub(crate) fn non_blank(&self, key: &str) -> Option<&str> {
-        self.get(key).filter(|v| !v.trim().is_empty())
-    }
-}
 
 /// The commands this agent answers, with Sentinel's descriptions (the `api` command lists them).
 pub(crate) const COMMANDS: &[(&str, &str)] = &[
@@ -277,6 +230,7 @@ pub(crate) fn metrics_app(state: Arc<CommandState>) -> Router {
 async fn metrics_only(
     state: State<Arc<CommandState>>,
     peer: Option<Extension<ConnectInfo<SocketAddr>>>,
+    ticket: Option<Extension<Arc<Ticket>>>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
@@ -288,7 +242,7 @@ async fn metrics_only(
             "only /metrics is served here".to_owned(),
         );
     }
-    handle(state, peer, method, uri, headers, body).await
+    handle(state, peer, ticket, method, uri, headers, body).await
 }
 
 fn token_matches(expected: &str, given: &str) -> bool {
@@ -319,10 +273,10 @@ fn browser_refusal(state: &CommandState, headers: &HeaderMap) -> Option<String> 
     if headers.contains_key(header::ORIGIN) {
         return Some("requests from web pages (with an Origin header) are refused".to_owned());
     }
-    if headers
-        .get("sec-fetch-site")
-        .is_some_and(|site| matches!(site.as_bytes(), b"cross-site" | b"same-site"))
-    {
+    if headers.get("sec-fetch-site").is_some_and(|site| {
+        let site = site.as_bytes().trim_ascii();
+        site.eq_ignore_ascii_case(b"cross-site") || site.eq_ignore_ascii_case(b"same-site")
+    }) {
         return Some("requests from other sites' pages are refused".to_owned());
     }
     // A page cannot know the token: with one configured, names are as good as addresses (Prometheus
@@ -460,24 +414,30 @@ fn changes_state(command: &str) -> bool {
     matches!(command, "setRules" | "setParamFlowRules" | "setSwitch")
 }
 
-fn too_many_params() -> Response {
-    text(
-        StatusCode::BAD_REQUEST,
-        format!("at most {MAX_PARAMS} parameters are accepted"),
-    )
+fn bad_params(error: ParamError) -> Response {
+    text(StatusCode::BAD_REQUEST, error.to_string())
 }
 
 async fn handle(
     State(state): State<Arc<CommandState>>,
     peer: Option<Extension<ConnectInfo<SocketAddr>>>,
+    ticket: Option<Extension<Arc<Ticket>>>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
     let peer = peer.map(|Extension(ConnectInfo(addr))| addr);
+    let ticket = ticket.map(|Extension(ticket)| ticket);
     let command = uri.path().trim_start_matches('/').to_owned();
-    let (response, logged) = respond(&state, peer, &command, method, &uri, &headers, body).await;
+    let request = Request {
+        peer,
+        ticket: ticket.as_deref(),
+        command: &command,
+        uri: &uri,
+        headers: &headers,
+    };
+    let (response, logged) = respond(&state, &request, method, body).await;
     // A state change refused before its command ran (a web page's request, a body too large or too
     // slow, …) is audited too, at most once a second (anyone can cause it); a refused client's 429s
     // are not.
@@ -501,54 +461,79 @@ fn peer_text(peer: Option<SocketAddr>) -> String {
     peer.map_or_else(|| "unknown".to_owned(), |p| p.to_string())
 }
 
+/// What a handler knows of a request besides its method and body.
+struct Request<'a> {
+    peer: Option<SocketAddr>,
+    /// The connection's place (absent when the router is called without the agent's server).
+    ticket: Option<&'a Ticket>,
+    command: &'a str,
+    uri: &'a Uri,
+    headers: &'a HeaderMap,
+}
+
+impl Request<'_> {
+    /// Tells the server the request was let in (its connection is proven).
+    async fn prove(&self) {
+        if let Some(ticket) = self.ticket {
+            ticket.prove().await;
+        }
+    }
+}
+
 /// The answer to a request, and whether the audit trail has dealt with it already: a token failure
 /// (logged or counted as its policy says) or a command run (logged if it changes state).
 async fn respond(
     state: &CommandState,
-    peer: Option<SocketAddr>,
-    command: &str,
+    request: &Request<'_>,
     method: Method,
-    uri: &Uri,
-    headers: &HeaderMap,
     body: Body,
 ) -> (Response, bool) {
+    let Request {
+        peer,
+        command,
+        uri,
+        headers,
+        ..
+    } = *request;
     // A refused client first: whatever else it sends (an `Origin`, say), it gets its 429.
     if let Some(left) = refused_for(state, peer) {
         return (locked_out(left), false);
+    }
+    if headers.get_all(header::HOST).iter().nth(1).is_some() {
+        // Which one names the agent? A proxy and the agent could each read another.
+        let answer = text(
+            StatusCode::BAD_REQUEST,
+            "more than one Host header".to_owned(),
+        );
+        return (answer, false);
     }
     if let Some(reason) = browser_refusal(state, headers) {
         return (text(StatusCode::FORBIDDEN, reason), false);
     }
     let mut params = Params::default();
     if let Some(query) = uri.query() {
-        if !params.extend_from_form(query.as_bytes()) {
-            return (too_many_params(), false);
+        if let Err(e) = params.extend_from_form(query.as_bytes()) {
+            return (bad_params(e), false);
         }
     }
     if method == Method::POST {
-        let content_type = headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("application/x-www-form-urlencoded");
-        if !content_type
-            .to_ascii_lowercase()
-            .starts_with("application/x-www-form-urlencoded")
-        {
-            let answer = text(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "only application/x-www-form-urlencoded bodies are accepted".to_owned(),
-            );
-            return (answer, false);
+        if let Some(content_type) = headers.get(header::CONTENT_TYPE) {
+            if let Err(reason) = form_content_type(content_type) {
+                return (text(StatusCode::UNSUPPORTED_MEDIA_TYPE, reason), false);
+            }
         }
         // A token in a header is checked before the body is read: without the right one, a client
         // cannot make the agent read and parse a body.
         if header_token(headers).is_some() && !authorized(state, headers, &Params::default()) {
             return (unauthorized(state, peer, command, true), true);
         }
+        if state.token.is_some() && header_token(headers).is_some() {
+            request.prove().await;
+        }
         match tokio::time::timeout(BODY_TIMEOUT, to_bytes(body, state.max_body_bytes)).await {
             Ok(Ok(bytes)) => {
-                if !params.extend_from_form(&bytes) {
-                    return (too_many_params(), false);
+                if let Err(e) = params.extend_from_form(&bytes) {
+                    return (bad_params(e), false);
                 }
             }
             Ok(Err(error)) => {
@@ -557,10 +542,7 @@ async fn respond(
                     .downcast_ref::<http_body_util::LengthLimitError>()
                     .is_some();
                 let answer = if too_large {
-                    text(
-                        StatusCode::PAYLOAD_TOO_LARGE,
-                        format!("request body over {} bytes", state.max_body_bytes),
-                    )
+                    too_large_body(state.max_body_bytes)
                 } else {
                     // The client hung up, or sent a malformed body: it is gone or not listening.
                     text(
@@ -590,6 +572,7 @@ async fn respond(
         let guessed = sent_token(headers, &params);
         return (unauthorized(state, peer, command, guessed), true);
     }
+    request.prove().await;
     let result = run(state, command, &params).await;
     if changes_state(command) {
         let peer = peer_text(peer);
@@ -619,6 +602,43 @@ async fn respond(
         Err(e) => e.into_response(),
     };
     (answer, true)
+}
+
+fn too_large_body(max: usize) -> Response {
+    text(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("request body over {max} bytes"),
+    )
+}
+
+/// Whether a POST's `Content-Type` is a form: the media type `application/x-www-form-urlencoded`
+/// exactly (any case), with parameters, of which a `charset` must be UTF-8; else why not.
+fn form_content_type(value: &axum::http::HeaderValue) -> Result<(), String> {
+    const FORM: &str = "application/x-www-form-urlencoded";
+    let refused = || format!("only {FORM} bodies are accepted");
+    let value = value.to_str().map_err(|_| refused())?;
+    let mut parts = value.split(';');
+    let media_type = parts.next().unwrap_or_default().trim();
+    if !media_type.eq_ignore_ascii_case(FORM) {
+        return Err(refused());
+    }
+    for parameter in parts {
+        let (name, charset) = parameter.split_once('=').unwrap_or((parameter, ""));
+        if !name.trim().eq_ignore_ascii_case("charset") {
+            continue;
+        }
+        let charset = charset.trim();
+        let charset = charset
+            .strip_prefix('"')
+            .and_then(|c| c.strip_suffix('"'))
+            .unwrap_or(charset);
+        if !charset.eq_ignore_ascii_case("utf-8") && !charset.eq_ignore_ascii_case("utf8") {
+            return Err(format!(
+                "charset `{charset}` is not supported: send the form in UTF-8"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The content type of a command's answer.
@@ -668,14 +688,5 @@ mod tests {
         assert!(!token_matches("secret", "secre"));
         assert!(!token_matches("secret", "secrets"));
         assert!(!token_matches("secret", ""));
-    }
-
-    #[test]
-    fn params_decode_once() {
-        let mut p = Params::default();
-        p.extend_from_form(b"data=%5B%7B%22resource%22%3A%22a%2Bb%22%7D%5D&type=flow&x=");
-        assert_eq!(p.get("data"), Some(r#"[{"resource":"a+b"}]"#));
-        assert_eq!(p.get("type"), Some("flow"));
-        assert_eq!(p.non_blank("x"), None);
     }
 }
