@@ -973,3 +973,60 @@ fn a_bind_error_names_the_port_asked_for_and_the_ports_searched() {
         )
     );
 }
+
+/// A body whose Content-Length is over the limit is refused before it is read (it was waited for,
+/// 10 s, then answered 408).
+#[test]
+fn a_body_announced_over_the_limit_is_refused_at_once() {
+    let (_clock, fg) = engine();
+    let agent = builder(&fg).start().unwrap();
+    let addr = agent.local_addr();
+    // Nothing of the body is sent: the answer cannot wait for it.
+    let request = format!(
+        "POST /setRules HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 999999999999\r\n\r\n"
+    );
+    let (status, body) = raw(addr, request.as_bytes());
+    assert_eq!(
+        (status, body.as_str()),
+        (413, "request body over 1048576 bytes")
+    );
+}
+
+/// With a token configured, a body without a token header could only carry the token itself: a
+/// stranger made the agent read up to 1 MiB before answering 401. Over 4 KiB it is refused at once;
+/// up to 4 KiB it is read for the token.
+#[test]
+fn a_large_body_needs_the_token_in_a_header() {
+    let (_clock, fg) = engine();
+    let agent = builder(&fg).token("s3cret-token").start().unwrap();
+    let addr = agent.local_addr();
+    let announce = |length: usize, token_header: &str| {
+        format!(
+            "POST /setSwitch HTTP/1.1\r\nHost: {addr}\r\n{token_header}Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {length}\r\n\r\n"
+        )
+    };
+    // Announced, never sent: answered all the same.
+    let (status, body) = raw(addr, announce(4097, "").as_bytes());
+    assert_eq!(status, 401, "{body}");
+    assert!(body.contains("in a header"), "{body}");
+    // A chunked body without a length is read up to 4 KiB only.
+    let chunk = "a".repeat(5000);
+    let request = format!(
+        "POST /setSwitch HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{chunk}\r\n0\r\n\r\n",
+        chunk.len()
+    );
+    assert_eq!(raw(addr, request.as_bytes()).0, 401);
+    // Up to 4 KiB, the token may be in the body.
+    let small = format!("value=false&token=s3cret-token&pad={}", "x".repeat(3000));
+    let request = format!("{}{small}", announce(small.len(), ""));
+    assert_eq!(raw(addr, request.as_bytes()).0, 200);
+    assert!(!fg.is_enabled());
+    // With the token in a header, up to the limit.
+    let big = format!("value=true&pad={}", "x".repeat(100_000));
+    let request = format!(
+        "{}{big}",
+        announce(big.len(), "X-Floodgate-Token: s3cret-token\r\n")
+    );
+    assert_eq!(raw(addr, request.as_bytes()).0, 200);
+    assert!(fg.is_enabled());
+}

@@ -8,8 +8,19 @@
 //! \`name\`` for unknown ones, or more than 64 parameters), 401 without the configured token, 429 (with
 //! `Retry-After`) to a client that sent 10 wrong tokens within a minute, until that minute ends,
 //! whatever token it sends (see `auth_failures`; requests without a token are not counted), 405 for a method other than GET and POST, 408
-//! for a body slower than 10 s, 413 for a body over the limit, 415 for a POST that is not a form (and 404 for any path but `/metrics` on the Prometheus port). `metrics`
-//! answers the Prometheus text format (with its content type).
+//! for a body slower than 10 s, 413 for a body over the limit (at once, before reading it, when its
+//! `Content-Length` says so), 415 for a POST that is not a form (`application/x-www-form-urlencoded`
+//! exactly, with parameters; a charset other than UTF-8 is refused), and 404 for any path but
+//! `/metrics` on the Prometheus port. `metrics` answers the Prometheus text format (with its content
+//! type). A request with two `Host` headers, or a parameter whose decoded bytes are not UTF-8, is
+//! refused with 400.
+//!
+//! With a token configured, a POST's token is checked before its body is read when it comes in a
+//! header; a body that may carry the token itself (no token header) is read only up to 4 KiB, and
+//! a larger one is answered 401 at once: a stranger cannot make the agent read a megabyte only to
+//! refuse it. Sentinel's Java dashboard, which sends no token, sends no token header either: it is
+//! let in without one by an agent without a token, or from an address in
+//! [`tokenless_from`](crate::AgentBuilder::tokenless_from).
 //!
 //! Requests a browser makes for a web page are refused with 403, token or not: binding to loopback does
 //! not stop a page the developer opens from calling `127.0.0.1:8719` (CC-01), nor a page whose name
@@ -156,6 +167,10 @@ fn typed(status: StatusCode, content_type: &'static str, body: String) -> Respon
 
 /// How long a client may take to send a request body.
 const BODY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The largest body read from a client that has not shown the token yet (it may be in the body):
+/// a larger one needs the token in a header.
+pub(crate) const MAX_BODY_BEFORE_TOKEN: usize = 4096;
 
 /// The commands this agent answers, with Sentinel's descriptions (the `api` command lists them).
 pub(crate) const COMMANDS: &[(&str, &str)] = &[
@@ -522,26 +537,44 @@ async fn respond(
                 return (text(StatusCode::UNSUPPORTED_MEDIA_TYPE, reason), false);
             }
         }
+        let declared = headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        // Refused before a byte of it is read (it waited for the body, then answered 408).
+        if declared.is_some_and(|n| n > state.max_body_bytes as u64) {
+            return (too_large_body(state.max_body_bytes), false);
+        }
         // A token in a header is checked before the body is read: without the right one, a client
         // cannot make the agent read and parse a body.
         if header_token(headers).is_some() && !authorized(state, headers, &Params::default()) {
             return (unauthorized(state, peer, command, true), true);
         }
-        if state.token.is_some() && header_token(headers).is_some() {
+        let let_in_already = state.token.is_some() && header_token(headers).is_some();
+        if let_in_already {
             request.prove().await;
         }
-        match tokio::time::timeout(BODY_TIMEOUT, to_bytes(body, state.max_body_bytes)).await {
+        // Without a token yet, only a small body is read for one: a stranger cannot make the agent
+        // read a large body only to refuse it.
+        let limit = if state.token.is_some() && !let_in_already {
+            if declared.is_some_and(|n| n > MAX_BODY_BEFORE_TOKEN as u64) {
+                return (token_in_a_header(), false);
+            }
+            state.max_body_bytes.min(MAX_BODY_BEFORE_TOKEN)
+        } else {
+            state.max_body_bytes
+        };
+        match tokio::time::timeout(BODY_TIMEOUT, to_bytes(body, limit)).await {
             Ok(Ok(bytes)) => {
                 if let Err(e) = params.extend_from_form(&bytes) {
                     return (bad_params(e), false);
                 }
             }
             Ok(Err(error)) => {
-                let too_large = error
-                    .into_inner()
-                    .downcast_ref::<http_body_util::LengthLimitError>()
-                    .is_some();
-                let answer = if too_large {
+                let too_large = is_too_large(&*error.into_inner());
+                let answer = if too_large && limit < state.max_body_bytes {
+                    token_in_a_header()
+                } else if too_large {
                     too_large_body(state.max_body_bytes)
                 } else {
                     // The client hung up, or sent a malformed body: it is gone or not listening.
@@ -602,6 +635,24 @@ async fn respond(
         Err(e) => e.into_response(),
     };
     (answer, true)
+}
+
+/// Whether a body read failed for being over its limit.
+fn is_too_large(error: &(dyn std::error::Error + Send + Sync + 'static)) -> bool {
+    error
+        .downcast_ref::<http_body_util::LengthLimitError>()
+        .is_some()
+}
+
+/// The answer to a body over [`MAX_BODY_BEFORE_TOKEN`] from a client that sent no token in a header.
+fn token_in_a_header() -> Response {
+    text(
+        StatusCode::UNAUTHORIZED,
+        format!(
+            "a valid token is required, in a header (X-Floodgate-Token, or Authorization: Bearer) \
+             for a body over {MAX_BODY_BEFORE_TOKEN} bytes"
+        ),
+    )
 }
 
 fn too_large_body(max: usize) -> Response {
