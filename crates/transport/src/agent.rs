@@ -11,6 +11,7 @@ use floodgate_core::{Floodgate, RuleType};
 use thiserror::Error;
 use tokio::sync::oneshot;
 
+use crate::cidr::Cidr;
 use crate::command::{AuthFailures, CommandState, LogThrottle, app, metrics_app};
 use crate::config::{AgentConfig, ConfigError};
 use crate::heartbeat::Heartbeat;
@@ -256,6 +257,34 @@ impl AgentBuilder {
         self
     }
 
+    /// Lets peers in `network` call the command API without the token (call once per network; none
+    /// by default). For Sentinel's Java dashboard, which cannot send a token, managing an agent that
+    /// is not on its own machine; everyone else still needs the token, which must be set
+    /// ([`start`](Self::start) refuses this without one). Requests from these peers are still refused
+    /// when they look like a web page's, and must address the agent by IP, `localhost`, the machine's
+    /// name or an [allowed host](AgentConfig::allowed_hosts).
+    ///
+    /// **The risk:** anyone who can send from an address in `network` — another process or user on
+    /// the dashboard's machine, a container sharing its address, a host that takes over or spoofs
+    /// the address on your network — can read and change this application's rules, and turn its
+    /// protection off, without the token. List the dashboard's own address (`/32`, `/128`), not its
+    /// subnet, and only on a network you trust.
+    ///
+    /// ```no_run
+    /// # use floodgate_transport::Agent;
+    /// # let fg = floodgate_core::Floodgate::default();
+    /// let agent = Agent::builder(fg)
+    ///     .bind("0.0.0.0".parse()?)
+    ///     .token("a-long-shared-secret")
+    ///     .tokenless_from("10.0.0.5/32".parse()?) // the Java dashboard's host
+    ///     .start()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn tokenless_from(mut self, network: Cidr) -> Self {
+        self.config.tokenless_from.push(network);
+        self
+    }
+
     /// A rule file for `rule_type`.
     pub fn rule_file(mut self, rule_type: RuleType, path: impl Into<PathBuf>) -> Self {
         self.config.rule_files.insert(rule_type.into(), path.into());
@@ -370,6 +399,12 @@ impl AgentBuilder {
                 reason: "must be an IP address",
             });
         }
+        if !c.tokenless_from.is_empty() && c.token.is_none() {
+            return Err(AgentError::Invalid {
+                field: "tokenless_from",
+                reason: "needs a token (without one, every client may call without it)",
+            });
+        }
         if !c.bind_addr.is_loopback() && c.token.is_none() {
             return Err(AgentError::InsecureBind(c.bind_addr));
         }
@@ -426,6 +461,7 @@ impl AgentBuilder {
             rule_files: rule_files.clone(),
             max_body_bytes: c.max_body_bytes,
             allowed_hosts: c.allowed_hosts.clone(),
+            tokenless_from: c.tokenless_from.clone(),
             auth_failures: AuthFailures::default(),
             early_refusals: LogThrottle::new(),
             wrong_tokens: LogThrottle::new(),

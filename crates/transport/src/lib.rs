@@ -27,6 +27,7 @@
 
 mod admission;
 mod agent;
+mod cidr;
 mod command;
 mod config;
 mod heartbeat;
@@ -39,6 +40,7 @@ mod serve;
 mod write_deadline;
 
 pub use agent::{Agent, AgentBuilder, AgentError};
+pub use cidr::{Cidr, CidrError};
 pub use command::{CommandState, SENTINEL_VERSION, app};
 pub use config::{AgentConfig, ConfigError, DEFAULT_PORT, RuleTypeKey};
 pub use metric_log::{MetricLog, fat_line};

@@ -1030,3 +1030,78 @@ fn a_large_body_needs_the_token_in_a_header() {
     assert_eq!(raw(addr, request.as_bytes()).0, 200);
     assert!(fg.is_enabled());
 }
+
+/// Sentinel's Java dashboard cannot send a token: peers in `tokenless_from` call without one,
+/// everyone else still needs it.
+#[test]
+fn peers_in_tokenless_from_call_without_the_token() {
+    let (_clock, fg) = engine();
+    let agent = builder(&fg)
+        .token("s3cret-token")
+        .tokenless_from("127.0.0.1/32".parse().unwrap())
+        .start()
+        .unwrap();
+    let addr = agent.local_addr();
+    // As the Java dashboard sends them, without a token.
+    let data = r#"[{"resource":"GET:/api/hello","count":20.0,"grade":1}]"#;
+    let body = form(&[("type", "flow"), ("data", data)]);
+    let request = format!(
+        "POST /setRules HTTP/1.1\r\nContent-Length: {}\r\nContent-Type: application/x-www-form-urlencoded; charset=UTF-8\r\nHost: {addr}\r\nConnection: Keep-Alive\r\nUser-Agent: Apache-HttpAsyncClient/4.1.4 (Java/1.8.0_372)\r\n\r\n{body}",
+        body.len()
+    );
+    assert_eq!(raw(addr, request.as_bytes()), (200, "success".to_owned()));
+    assert_eq!(get(addr, "getRules?type=flow").0, 200);
+    // A large body too: the peer needs no token, so none has to come first.
+    let big = format!("value=false&pad={}", "x".repeat(10_000));
+    assert_eq!(
+        post(addr, "setSwitch", &[("value", "true"), ("pad", &big)]).0,
+        200
+    );
+    // A wrong token is still a wrong token.
+    assert_eq!(get(addr, "version?token=wrong").0, 401);
+    // Still not from a web page, nor under a name that could have been rebound to this machine.
+    for headers in [
+        format!("Host: {addr}\r\nOrigin: https://evil.example\r\n"),
+        format!("Host: evil.example:{}\r\n", addr.port()),
+    ] {
+        let (status, _) = raw(
+            addr,
+            format!("GET /setSwitch?value=false HTTP/1.1\r\n{headers}Connection: close\r\n\r\n")
+                .as_bytes(),
+        );
+        assert_eq!(status, 403, "{headers}");
+    }
+    assert!(fg.is_enabled());
+
+    // Outside the list, the token is needed.
+    let agent = builder(&fg)
+        .token("s3cret-token")
+        .tokenless_from("10.0.0.0/8".parse().unwrap())
+        .tokenless_from("::1".parse().unwrap())
+        .start()
+        .unwrap();
+    let addr = agent.local_addr();
+    assert_eq!(get(addr, "getRules?type=flow").0, 401);
+    assert_eq!(post(addr, "setSwitch", &[("value", "false")]).0, 401);
+    assert!(fg.is_enabled());
+    assert_eq!(get(addr, "version?token=s3cret-token").0, 200);
+}
+
+#[test]
+fn tokenless_from_needs_a_token() {
+    let (_clock, fg) = engine();
+    let err = builder(&fg)
+        .tokenless_from("127.0.0.1".parse().unwrap())
+        .start()
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            floodgate_transport::AgentError::Invalid {
+                field: "tokenless_from",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}

@@ -25,7 +25,9 @@
 //! Requests a browser makes for a web page are refused with 403, token or not: binding to loopback does
 //! not stop a page the developer opens from calling `127.0.0.1:8719` (CC-01), nor a page whose name
 //! was rebound to this machine's address from reading the answers. So a request is refused when it has
-//! an `Origin` header or a `Sec-Fetch-Site` of `cross-site` or `same-site`, and, without a token, when
+//! an `Origin` header or a `Sec-Fetch-Site` of `cross-site` or `same-site` (in any case), and, when
+//! no token is needed (none configured, or a peer in
+//! [`tokenless_from`](crate::AgentConfig::tokenless_from)), when
 //! its `Host` is not an IP address, `localhost`, this machine's name or one of the configured
 //! [`allowed_hosts`](crate::AgentConfig::allowed_hosts) (with a token a page cannot get in anyway, and
 //! any name may address the agent). Sentinel's dashboard, `curl` and Prometheus send neither header.
@@ -77,6 +79,7 @@ use params::ParamError;
 pub(crate) use params::Params;
 
 use crate::admission::Ticket;
+use crate::cidr::Cidr;
 use crate::host::{HostInfo, ReportedIp};
 use crate::metric_store::MetricStore;
 use crate::prometheus::{PROMETHEUS_CONTENT_TYPE, prometheus_text};
@@ -96,6 +99,8 @@ pub struct CommandState {
     pub(crate) max_body_bytes: usize,
     /// Host names requests may address the agent by, besides IPs, `localhost` and the machine's name.
     pub(crate) allowed_hosts: Vec<String>,
+    /// Networks whose peers need no token (when one is configured).
+    pub(crate) tokenless_from: Vec<Cidr>,
     /// Failed token checks per client.
     pub(crate) auth_failures: AuthFailures,
     /// The audit lines for state changes refused before they ran (at most one a second).
@@ -284,7 +289,7 @@ fn header_token(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// Why a request made by a browser for a web page is refused, if it is one (see the module docs).
-fn browser_refusal(state: &CommandState, headers: &HeaderMap) -> Option<String> {
+fn browser_refusal(state: &CommandState, headers: &HeaderMap, tokenless: bool) -> Option<String> {
     if headers.contains_key(header::ORIGIN) {
         return Some("requests from web pages (with an Origin header) are refused".to_owned());
     }
@@ -294,9 +299,9 @@ fn browser_refusal(state: &CommandState, headers: &HeaderMap) -> Option<String> 
     }) {
         return Some("requests from other sites' pages are refused".to_owned());
     }
-    // A page cannot know the token: with one configured, names are as good as addresses (Prometheus
+    // A page cannot know the token: with one required, names are as good as addresses (Prometheus
     // targets and compose services are often names).
-    if state.token.is_some() {
+    if state.token.is_some() && !tokenless {
         return None;
     }
     let host = headers.get(header::HOST)?;
@@ -321,13 +326,23 @@ fn browser_refusal(state: &CommandState, headers: &HeaderMap) -> Option<String> 
     })
 }
 
-fn authorized(state: &CommandState, headers: &HeaderMap, params: &Params) -> bool {
+/// Whether the request may run: no token configured, the right token (in a header, else the
+/// `token` parameter), or none from a peer that needs none. A wrong token is refused from any peer.
+fn authorized(state: &CommandState, headers: &HeaderMap, params: &Params, tokenless: bool) -> bool {
     let Some(expected) = &state.token else {
         return true;
     };
-    header_token(headers)
-        .or_else(|| params.word("token"))
-        .is_some_and(|given| token_matches(expected, given))
+    match header_token(headers).or_else(|| params.word("token").filter(|t| !t.is_empty())) {
+        Some(given) => token_matches(expected, given),
+        None => tokenless,
+    }
+}
+
+/// Whether `peer` needs no token: one is configured and the peer is in
+/// [`tokenless_from`](crate::AgentConfig::tokenless_from).
+fn tokenless_peer(state: &CommandState, peer: Option<SocketAddr>) -> bool {
+    state.token.is_some()
+        && peer.is_some_and(|p| state.tokenless_from.iter().any(|n| n.contains(p.ip())))
 }
 
 /// Whether the request carries a token at all (in a header, or a non-blank `token` parameter).
@@ -522,7 +537,8 @@ async fn respond(
         );
         return (answer, false);
     }
-    if let Some(reason) = browser_refusal(state, headers) {
+    let tokenless = tokenless_peer(state, peer);
+    if let Some(reason) = browser_refusal(state, headers, tokenless) {
         return (text(StatusCode::FORBIDDEN, reason), false);
     }
     let mut params = Params::default();
@@ -547,10 +563,12 @@ async fn respond(
         }
         // A token in a header is checked before the body is read: without the right one, a client
         // cannot make the agent read and parse a body.
-        if header_token(headers).is_some() && !authorized(state, headers, &Params::default()) {
+        if header_token(headers).is_some() && !authorized(state, headers, &Params::default(), false)
+        {
             return (unauthorized(state, peer, command, true), true);
         }
-        let let_in_already = state.token.is_some() && header_token(headers).is_some();
+        let let_in_already =
+            state.token.is_some() && (header_token(headers).is_some() || tokenless);
         if let_in_already {
             request.prove().await;
         }
@@ -601,7 +619,7 @@ async fn respond(
     if let Some(left) = refused_for(state, peer) {
         return (locked_out(left), false);
     }
-    if !authorized(state, headers, &params) {
+    if !authorized(state, headers, &params, tokenless) {
         let guessed = sent_token(headers, &params);
         return (unauthorized(state, peer, command, guessed), true);
     }
