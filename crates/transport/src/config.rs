@@ -70,9 +70,10 @@ pub struct AgentConfig {
     /// Time between heartbeats.
     pub heartbeat_interval: Duration,
     /// The IP reported to the dashboard, where it calls the agent back (default: the address the agent
-    /// listens on when that is one specific, non-loopback address, else the local address that routes
-    /// to the first dashboard that resolves, of the listening address's family; detected again before
-    /// each heartbeat while no dashboard resolves).
+    /// listens on when that is one specific address, loopback ones such as `127.0.0.2` and `::1`
+    /// included; for a wildcard (`0.0.0.0`, `::`), the local address that routes to the first
+    /// dashboard that resolves, of the listening address's family, detected again before each
+    /// heartbeat while no dashboard resolves).
     pub heartbeat_ip: Option<String>,
     /// The dashboard's registration path.
     pub heartbeat_path: String,
