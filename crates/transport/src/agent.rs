@@ -459,6 +459,7 @@ impl AgentBuilder {
             metrics: metrics.clone(),
             token: c.token.clone(),
             rule_files: rule_files.clone(),
+            rule_loads: Arc::default(),
             max_body_bytes: c.max_body_bytes,
             allowed_hosts: c.allowed_hosts.clone(),
             tokenless_from: c.tokenless_from.clone(),

@@ -96,6 +96,8 @@ pub struct CommandState {
     pub(crate) metrics: Arc<MetricStore>,
     pub(crate) token: Option<String>,
     pub(crate) rule_files: Arc<RuleFiles>,
+    /// Taken by each rule load for its turn (loads run one at a time, in arrival order).
+    pub(crate) rule_loads: Arc<tokio::sync::Mutex<()>>,
     pub(crate) max_body_bytes: usize,
     /// Host names requests may address the agent by, besides IPs, `localhost` and the machine's name.
     pub(crate) allowed_hosts: Vec<String>,
@@ -149,6 +151,13 @@ impl CommandError {
     pub(crate) fn bad_request(message: impl Into<String>) -> Self {
         CommandError {
             status: StatusCode::BAD_REQUEST,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn internal(message: impl Into<String>) -> Self {
+        CommandError {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
             message: message.into(),
         }
     }
