@@ -141,7 +141,8 @@ impl AgentClient {
 
     /// Replaces the machine's rules of `rule_type` with `json` (a JSON array; `[]` clears them).
     /// Succeeds when the machine answers `success` (or Sentinel's `partial success` when only its
-    /// data source could not be written).
+    /// data source could not be written), alone or followed by lines of warnings; the answer is
+    /// returned whole.
     pub async fn set_rules(
         &self,
         target: &Target,
@@ -164,7 +165,9 @@ impl AgentClient {
             }
         };
         let trimmed = answer.trim();
-        if trimmed.eq_ignore_ascii_case("success") || trimmed.starts_with("partial success") {
+        // A Floodgate agent follows `success` with one `warning: …` line per field it ignored.
+        let first_line = trimmed.lines().next().unwrap_or("").trim();
+        if first_line.eq_ignore_ascii_case("success") || first_line.starts_with("partial success") {
             Ok(trimmed.to_owned())
         } else {
             Err(CallError::Status {
