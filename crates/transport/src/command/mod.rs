@@ -57,6 +57,8 @@ mod log_throttle;
 mod metric;
 mod nodes;
 mod params;
+#[cfg(test)]
+mod properties;
 mod rules;
 
 pub use info::SENTINEL_VERSION;

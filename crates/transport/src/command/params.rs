@@ -192,4 +192,119 @@ mod tests {
             "empty keys are not counted"
         );
     }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Text with every character the encoding treats specially, and any other.
+        fn text() -> impl Strategy<Value = String> {
+            prop_oneof![
+                proptest::collection::vec(
+                    prop_oneof![
+                        Just('+'),
+                        Just('%'),
+                        Just('&'),
+                        Just('='),
+                        Just(' '),
+                        Just('#'),
+                        Just('\u{fffd}'),
+                        any::<char>(),
+                    ],
+                    0..24,
+                )
+                .prop_map(|chars| chars.into_iter().collect()),
+                any::<String>(),
+            ]
+        }
+
+        fn encode(pairs: &[(String, String)]) -> String {
+            let mut form = form_urlencoded::Serializer::new(String::new());
+            for (k, v) in pairs {
+                form.append_pair(k, v);
+            }
+            form.finish()
+        }
+
+        proptest! {
+            /// Any bytes: the parameters, or a clear error; never a panic.
+            #[test]
+            fn any_bytes_parse_or_are_refused_clearly(form in proptest::collection::vec(any::<u8>(), 0..512)) {
+                match parse(&form) {
+                    Ok(p) => prop_assert!(p.len() <= MAX_PARAMS),
+                    Err(ParamError::TooMany) => {}
+                    Err(ParamError::NotUtf8(name)) => {
+                        prop_assert!(ParamError::NotUtf8(name).to_string().contains("is not UTF-8"));
+                    }
+                }
+            }
+
+            /// Pairs encoded once (as the dashboards send them) come back exactly: the last value of
+            /// each key, keys trimmed, values as sent.
+            #[test]
+            fn encoded_pairs_decode_exactly_once(pairs in proptest::collection::vec((text(), text()), 0..=MAX_PARAMS)) {
+                let p = parse(encode(&pairs).as_bytes()).unwrap();
+                let kept: Vec<_> = pairs.iter().filter(|(k, _)| !k.trim().is_empty()).collect();
+                prop_assert_eq!(p.len(), kept.len());
+                for (k, _) in &kept {
+                    let last = kept.iter().rev().find(|(k2, _)| k2.trim() == k.trim()).map(|(_, v)| v.as_str());
+                    prop_assert_eq!(p.get(k.trim()), last);
+                }
+            }
+
+            /// A value whose escapes decode to bytes that are not UTF-8 is refused by its key's
+            /// name, wherever it is among valid pairs.
+            #[test]
+            fn invalid_utf8_is_refused_by_name(
+                before in proptest::collection::vec((text(), text()), 0..8),
+                key in "[a-z]{1,8}",
+                bad in prop_oneof![Just("%FF"), Just("%C3%28"), Just("%E2%82"), Just("%80"), Just("a%F0%9F%98")],
+                after in proptest::collection::vec((text(), text()), 0..8),
+            ) {
+                let form = format!("{}&{key}={bad}&{}", encode(&before), encode(&after));
+                prop_assert_eq!(parse(form.as_bytes()).unwrap_err(), ParamError::NotUtf8(key));
+            }
+
+            /// A `%` not followed by two hex digits is kept as it is, `%25` is a `%`, `+` a space
+            /// and `%2B` a `+` (the escapes generated decode to ASCII).
+            #[test]
+            fn escapes_and_truncated_escapes(value in "([g-z0-7]|%|%[0-7]|%[g-z]{2}|\\+|%2B|%25){0,16}") {
+                let p = parse(format!("v={value}").as_bytes()).unwrap();
+                let mut expected = String::new();
+                let bytes = value.as_bytes();
+                let mut i = 0;
+                while i < bytes.len() {
+                    let escape = bytes.get(i + 1..i + 3)
+                        .filter(|h| bytes[i] == b'%' && h.iter().all(u8::is_ascii_hexdigit))
+                        .and_then(|h| u8::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok());
+                    match (bytes[i], escape) {
+                        (_, Some(b)) => { expected.push(char::from(b)); i += 3; }
+                        (b'+', None) => { expected.push(' '); i += 1; }
+                        (b, None) => { expected.push(char::from(b)); i += 1; }
+                    }
+                }
+                prop_assert_eq!(p.get("v"), Some(expected.as_str()));
+            }
+
+            /// More than 64 pairs are refused; empty keys, repeated keys and huge values are fine.
+            #[test]
+            fn many_repeated_empty_and_huge(
+                count in 0usize..150,
+                empty in 0usize..20,
+                huge in 0usize..200_000,
+            ) {
+                let mut form = vec!["k=v".to_owned(); count];
+                form.extend(std::iter::repeat_n("=x".to_owned(), empty));
+                form.push(format!("big={}", "x".repeat(huge)));
+                let result = parse(form.join("&").as_bytes());
+                if count < MAX_PARAMS {
+                    let p = result.unwrap();
+                    prop_assert_eq!(p.get("big").map(str::len), Some(huge));
+                    prop_assert_eq!(p.get("k"), (count > 0).then_some("v"));
+                } else {
+                    prop_assert_eq!(result.unwrap_err(), ParamError::TooMany);
+                }
+            }
+        }
+    }
 }
