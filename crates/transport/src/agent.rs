@@ -353,9 +353,16 @@ impl AgentBuilder {
 
     /// Starts the agent: binds, loads the rule files, and runs the API, metrics and heartbeats. Refuses a
     /// non-loopback address without a token, a token shorter than 8 characters or padded, a heartbeat
-    /// interval of zero or over a day, `https://` dashboards and a heartbeat IP that is not an IP. The command API holds at most 64
-    /// connections, wants each request's headers, and its body, within 10 s, and closes a connection
-    /// whose client reads no answer for 10 s.
+    /// interval of zero or over a day, `https://` dashboards and a heartbeat IP that is not an IP.  Also refuses [`tokenless_from`](Self::tokenless_from)
+    /// without a token.
+    ///
+    /// The command API keeps a dashboard's calls getting through while strangers hold connections
+    /// open: a connection must have a request let in (its token checked, or without a token, read
+    /// whole) within 3 s; until then it has one of 32 places per class of peer (loopback, remote),
+    /// where the oldest gives way to a newcomer; after, one of 64 established places strangers cannot
+    /// take. A further request's headers must come within 10 s, a body within 10 s, and a connection
+    /// whose client reads no answer for 10 s is closed. Rule loads run off the agent's thread, one at
+    /// a time.
     pub fn start(self) -> Result<Agent, AgentError> {
         let c = &self.config;
         if c.token
