@@ -36,7 +36,7 @@
 //! stop waits at most [`SHUTDOWN_GRACE`] for requests in progress before it closes the rest. Bodies
 //! have their own deadline where they are read (the command handler). Requests carry their client's
 //! address as an `axum::extract::ConnectInfo<SocketAddr>`, and their connection's
-//! [`Ticket`](crate::admission::Ticket), which the handler proves when it lets a request in.
+//! `Ticket`, which the handler proves when it lets a request in.
 
 use std::convert::Infallible;
 use std::future::Future;
