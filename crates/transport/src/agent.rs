@@ -44,7 +44,7 @@ pub enum AgentError {
     /// A port search found no port it could bind.
     #[error(
         "cannot bind the command API on {addr}, nor on ports {} to {last_port} (port search): {source}",
-        addr.port() + 1
+        addr.port().saturating_add(1)
     )]
     BindSearch {
         /// The address asked for.
