@@ -113,15 +113,39 @@ fn set_rules(addr: SocketAddr, token: &str) -> String {
     )
 }
 
-async fn dashboard_is_answered_while_strangers_hold_connections(count: usize, token: Option<&str>) {
+/// How the dashboard is let in.
+#[derive(Clone, Copy)]
+enum Dashboard {
+    /// The agent has no token.
+    NoToken,
+    /// It sends the agent's token in a header (Floodgate's dashboard).
+    Token,
+    /// The agent has a token; the dashboard sends none, from an address in `tokenless_from`
+    /// (Sentinel's Java dashboard).
+    ByAddress,
+}
+
+async fn dashboard_is_answered_while_strangers_hold_connections(
+    count: usize,
+    dashboard: Dashboard,
+) {
     let (_clock, fg) = engine();
     let mut agent = builder(&fg);
-    if let Some(token) = token {
-        agent = agent.token(token);
+    let mut header = String::new();
+    match dashboard {
+        Dashboard::NoToken => {}
+        Dashboard::Token => {
+            agent = agent.token("s3cret-token");
+            header = "X-Floodgate-Token: s3cret-token\r\n".to_owned();
+        }
+        Dashboard::ByAddress => {
+            agent = agent
+                .token("s3cret-token")
+                .tokenless_from("127.0.0.1/32".parse().unwrap());
+        }
     }
     let agent = agent.start().unwrap();
     let addr = agent.local_addr();
-    let header = token.map_or(String::new(), |t| format!("X-Floodgate-Token: {t}\r\n"));
     let strangers = Strangers::start(addr, count).await;
     assert_eq!(
         call(addr, set_rules(addr, &header)).await,
@@ -141,18 +165,26 @@ async fn dashboard_is_answered_while_strangers_hold_connections(count: usize, to
 /// was shut out for as long as they liked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dashboard_is_answered_while_64_strangers_hold_half_sent_requests() {
-    dashboard_is_answered_while_strangers_hold_connections(64, None).await;
+    dashboard_is_answered_while_strangers_hold_connections(64, Dashboard::NoToken).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dashboard_is_answered_while_300_strangers_hold_half_sent_requests() {
-    dashboard_is_answered_while_strangers_hold_connections(300, None).await;
+    dashboard_is_answered_while_strangers_hold_connections(300, Dashboard::NoToken).await;
 }
 
 /// With a token the strangers cannot prove anything: their connections stay unproven.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dashboard_with_the_token_is_answered_while_300_strangers_hold_half_sent_requests() {
-    dashboard_is_answered_while_strangers_hold_connections(300, Some("s3cret-token")).await;
+    dashboard_is_answered_while_strangers_hold_connections(300, Dashboard::Token).await;
+}
+
+/// Sentinel's Java dashboard, let in by its address, sends no token: the strangers on the same
+/// address still prove nothing, as they never finish a request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_java_dashboard_let_in_by_address_is_answered_while_300_strangers_hold_half_sent_requests()
+ {
+    dashboard_is_answered_while_strangers_hold_connections(300, Dashboard::ByAddress).await;
 }
 
 /// Established connections are not displaced by strangers: a keep-alive connection whose first
