@@ -1,7 +1,7 @@
 //! The agent: binds the command API, loads and watches rule files, collects metrics every second and
 //! sends heartbeats — on its own small runtime thread, so it works whether or not the app runs tokio.
 
-use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -11,6 +11,7 @@ use floodgate_core::{Floodgate, RuleType};
 use thiserror::Error;
 use tokio::sync::oneshot;
 
+use crate::cidr::Cidr;
 use crate::command::{AuthFailures, CommandState, LogThrottle, app, metrics_app};
 use crate::config::{AgentConfig, ConfigError};
 use crate::heartbeat::Heartbeat;
@@ -18,7 +19,7 @@ use crate::host::{HostInfo, ReportedIp};
 use crate::metric_log::MetricLog;
 use crate::metric_store::MetricStore;
 use crate::rule_file::RuleFiles;
-use crate::serve::serve;
+use crate::serve::{BACKLOG, serve};
 
 /// How many ports past the configured one a port search tries.
 const PORT_SEARCH_SPAN: u16 = 32;
@@ -35,9 +36,22 @@ pub enum AgentError {
     /// The address could not be bound.
     #[error("cannot bind the command API on {addr}: {source}")]
     Bind {
-        /// The address tried (the last one with a port search).
+        /// The address asked for.
         addr: SocketAddr,
         /// Why.
+        source: std::io::Error,
+    },
+    /// A port search found no port it could bind.
+    #[error(
+        "cannot bind the command API on {addr}, nor on ports {} to {last_port} (port search): {source}",
+        addr.port().saturating_add(1)
+    )]
+    BindSearch {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// The last port tried.
+        last_port: u16,
+        /// Why the last port tried could not be bound.
         source: std::io::Error,
     },
     /// The agent's runtime thread could not start.
@@ -144,6 +158,18 @@ impl Drop for Agent {
     }
 }
 
+/// A listening socket on `addr` with a backlog of [`BACKLOG`] (std's is 128), reusing the address as
+/// std's listeners do; in a runtime's context.
+fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(BACKLOG)
+}
+
 fn collect(fg: &Floodgate, metrics: &MetricStore, log: Option<&MetricLog>) {
     // Appended under the store's lock: a collection that started later cannot write its (newer) lines
     // first, which made the older ones look out of order and dropped them from the file.
@@ -231,6 +257,34 @@ impl AgentBuilder {
         self
     }
 
+    /// Lets peers in `network` call the command API without the token (call once per network; none
+    /// by default). For Sentinel's Java dashboard, which cannot send a token, managing an agent that
+    /// is not on its own machine; everyone else still needs the token, which must be set
+    /// ([`start`](Self::start) refuses this without one). Requests from these peers are still refused
+    /// when they look like a web page's, and must address the agent by IP, `localhost`, the machine's
+    /// name or an [allowed host](AgentConfig::allowed_hosts).
+    ///
+    /// **The risk:** anyone who can send from an address in `network` — another process or user on
+    /// the dashboard's machine, a container sharing its address, a host that takes over or spoofs
+    /// the address on your network — can read and change this application's rules, and turn its
+    /// protection off, without the token. List the dashboard's own address (`/32`, `/128`), not its
+    /// subnet, and only on a network you trust.
+    ///
+    /// ```no_run
+    /// # use floodgate_transport::Agent;
+    /// # let fg = floodgate_core::Floodgate::default();
+    /// let agent = Agent::builder(fg)
+    ///     .bind("0.0.0.0".parse()?)
+    ///     .token("a-long-shared-secret")
+    ///     .tokenless_from("10.0.0.5/32".parse()?) // the Java dashboard's host
+    ///     .start()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn tokenless_from(mut self, network: Cidr) -> Self {
+        self.config.tokenless_from.push(network);
+        self
+    }
+
     /// A rule file for `rule_type`.
     pub fn rule_file(mut self, rule_type: RuleType, path: impl Into<PathBuf>) -> Self {
         self.config.rule_files.insert(rule_type.into(), path.into());
@@ -263,32 +317,52 @@ impl AgentBuilder {
         self
     }
 
-    fn bind_listener(&self) -> Result<TcpListener, AgentError> {
+    /// Binds the command port (searching the next ones if asked to), with a backlog of
+    /// [`BACKLOG`]; in the runtime's context.
+    fn bind_listener(&self) -> Result<tokio::net::TcpListener, AgentError> {
         let c = &self.config;
+        let asked = SocketAddr::new(c.bind_addr, c.port);
         let span = if c.port_search && c.port != 0 {
             PORT_SEARCH_SPAN
         } else {
             1
         };
         let mut last = None;
-        for offset in 0..span {
-            let addr = SocketAddr::new(c.bind_addr, c.port.saturating_add(offset));
-            match TcpListener::bind(addr) {
+        for port in (c.port..=u16::MAX).take(usize::from(span)) {
+            match listen(SocketAddr::new(c.bind_addr, port)) {
                 Ok(listener) => return Ok(listener),
-                Err(source) => last = Some(AgentError::Bind { addr, source }),
+                Err(source) => last = Some((port, source)),
             }
         }
-        Err(last.unwrap_or_else(|| AgentError::Bind {
-            addr: SocketAddr::new(c.bind_addr, c.port),
-            source: std::io::Error::other("no port tried"),
-        }))
+        Err(match last {
+            Some((port, source)) if port != c.port => AgentError::BindSearch {
+                addr: asked,
+                last_port: port,
+                source,
+            },
+            Some((_, source)) => AgentError::Bind {
+                addr: asked,
+                source,
+            },
+            None => AgentError::Bind {
+                addr: asked,
+                source: std::io::Error::other("no port tried"),
+            },
+        })
     }
 
     /// Starts the agent: binds, loads the rule files, and runs the API, metrics and heartbeats. Refuses a
     /// non-loopback address without a token, a token shorter than 8 characters or padded, a heartbeat
-    /// interval of zero or over a day, `https://` dashboards and a heartbeat IP that is not an IP. The command API holds at most 64
-    /// connections, wants each request's headers, and its body, within 10 s, and closes a connection
-    /// whose client reads no answer for 10 s.
+    /// interval of zero or over a day, `https://` dashboards and a heartbeat IP that is not an IP.  Also refuses [`tokenless_from`](Self::tokenless_from)
+    /// without a token.
+    ///
+    /// The command API keeps a dashboard's calls getting through while strangers hold connections
+    /// open: a connection must have a request let in (its token checked, or without a token, read
+    /// whole) within 3 s; until then it has one of 32 places per class of peer (loopback, remote),
+    /// where the oldest gives way to a newcomer; after, one of 64 established places strangers cannot
+    /// take. A further request's headers must come within 10 s, a body within 10 s, and a connection
+    /// whose client reads no answer for 10 s is closed. Rule loads run off the agent's thread, one at
+    /// a time.
     pub fn start(self) -> Result<Agent, AgentError> {
         let c = &self.config;
         if c.token
@@ -332,44 +406,38 @@ impl AgentBuilder {
                 reason: "must be an IP address",
             });
         }
+        if !c.tokenless_from.is_empty() && c.token.is_none() {
+            return Err(AgentError::Invalid {
+                field: "tokenless_from",
+                reason: "needs a token (without one, every client may call without it)",
+            });
+        }
         if !c.bind_addr.is_loopback() && c.token.is_none() {
             return Err(AgentError::InsecureBind(c.bind_addr));
         }
-        let listener = self.bind_listener()?;
-        listener
-            .set_nonblocking(true)
-            .map_err(AgentError::Runtime)?;
-        let addr = listener.local_addr().map_err(AgentError::Runtime)?;
-        let prometheus_listener = match c.prometheus_port {
-            Some(port) => {
-                let addr = SocketAddr::new(c.bind_addr, port);
-                let l =
-                    TcpListener::bind(addr).map_err(|source| AgentError::Bind { addr, source })?;
-                l.set_nonblocking(true).map_err(AgentError::Runtime)?;
-                Some(l)
-            }
-            None => None,
-        };
-        let prometheus_addr = match &prometheus_listener {
-            Some(l) => Some(l.local_addr().map_err(AgentError::Runtime)?),
-            None => None,
-        };
         // Before the rule files load: a start that fails changes no rule.
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(AgentError::Runtime)?;
-        // Registered with the runtime here, so that a failure is `start`'s error, not a silent exit of
-        // the agent thread after "listening" was reported.
+        // Bound in the runtime's context (tokio's sockets set the backlog), so that a failure is
+        // `start`'s error, not a silent exit of the agent thread after "listening" was reported.
         let (listener, prometheus_listener) = {
             let _runtime = runtime.enter();
-            let listener =
-                tokio::net::TcpListener::from_std(listener).map_err(AgentError::Runtime)?;
-            let prometheus = prometheus_listener
-                .map(tokio::net::TcpListener::from_std)
-                .transpose()
-                .map_err(AgentError::Runtime)?;
+            let listener = self.bind_listener()?;
+            let prometheus = match c.prometheus_port {
+                Some(port) => {
+                    let addr = SocketAddr::new(c.bind_addr, port);
+                    Some(listen(addr).map_err(|source| AgentError::Bind { addr, source })?)
+                }
+                None => None,
+            };
             (listener, prometheus)
+        };
+        let addr = listener.local_addr().map_err(AgentError::Runtime)?;
+        let prometheus_addr = match &prometheus_listener {
+            Some(l) => Some(l.local_addr().map_err(AgentError::Runtime)?),
+            None => None,
         };
         let metric_log = match &c.metric_log_dir {
             Some(dir) => Some(Arc::new(
@@ -398,8 +466,10 @@ impl AgentBuilder {
             metrics: metrics.clone(),
             token: c.token.clone(),
             rule_files: rule_files.clone(),
+            rule_loads: Arc::default(),
             max_body_bytes: c.max_body_bytes,
             allowed_hosts: c.allowed_hosts.clone(),
+            tokenless_from: c.tokenless_from.clone(),
             auth_failures: AuthFailures::default(),
             early_refusals: LogThrottle::new(),
             wrong_tokens: LogThrottle::new(),

@@ -13,6 +13,7 @@
 //! | heartbeat path | `FLOODGATE_HEARTBEAT_PATH` (default `/registry/machine`) | `csp.sentinel.heartbeat.api.path` |
 //! | shared token | `FLOODGATE_TOKEN` | — |
 //! | host names the agent may be addressed by, besides IPs and `localhost` | `FLOODGATE_ALLOWED_HOSTS` (`name[,name…]`) | — |
+//! | networks whose peers need no token (**a risk**: see [`AgentConfig::tokenless_from`]) | `FLOODGATE_TOKENLESS_CIDRS` (`10.0.0.5/32[,2001:db8::/64…]`; none by default) | — |
 //! | metric log directory | `FLOODGATE_METRIC_LOG_DIR` | `csp.sentinel.log.dir` |
 //! | rule files | `FLOODGATE_RULES_FLOW`, `_DEGRADE`, `_SYSTEM`, `_AUTHORITY`, `_PARAM_FLOW` | — |
 //!
@@ -29,6 +30,8 @@ use std::time::Duration;
 
 use floodgate_core::RuleType;
 use thiserror::Error;
+
+use crate::cidr::Cidr;
 
 /// Sentinel's default command port.
 pub const DEFAULT_PORT: u16 = 8719;
@@ -67,9 +70,10 @@ pub struct AgentConfig {
     /// Time between heartbeats.
     pub heartbeat_interval: Duration,
     /// The IP reported to the dashboard, where it calls the agent back (default: the address the agent
-    /// listens on when that is one specific, non-loopback address, else the local address that routes
-    /// to the first dashboard that resolves, of the listening address's family; detected again before
-    /// each heartbeat while no dashboard resolves).
+    /// listens on when that is one specific address, loopback ones such as `127.0.0.2` and `::1`
+    /// included; for a wildcard (`0.0.0.0`, `::`), the local address that routes to the first
+    /// dashboard that resolves, of the listening address's family, detected again before each
+    /// heartbeat while no dashboard resolves).
     pub heartbeat_ip: Option<String>,
     /// The dashboard's registration path.
     pub heartbeat_path: String,
@@ -90,6 +94,16 @@ pub struct AgentConfig {
     /// and the machine's name, when no token is set: any other is then refused, against DNS rebinding
     /// (see the command API docs). With a token, any name may.
     pub allowed_hosts: Vec<String>,
+    /// Networks whose peers may call the command API without the token (none by default; needs a
+    /// token), for Sentinel's Java dashboard, which cannot send one. Their requests are still
+    /// refused when they look like a web page's (see the command API docs).
+    ///
+    /// **The risk:** anyone who can send from an address in these networks — another process or
+    /// user on the dashboard's machine, a container sharing its address, a host that takes over or
+    /// spoofs the address on your network — can read and change this application's rules, and turn
+    /// its protection off, without the token. List the dashboard's own address (`/32`, `/128`), not
+    /// its subnet, and only on a network you trust. `/0` is refused.
+    pub tokenless_from: Vec<Cidr>,
 }
 
 /// A [`RuleType`] usable as a map key.
@@ -128,6 +142,7 @@ impl Default for AgentConfig {
             max_body_bytes: 1024 * 1024,
             prometheus_port: None,
             allowed_hosts: Vec::new(),
+            tokenless_from: Vec::new(),
         }
     }
 }
@@ -302,6 +317,19 @@ impl AgentConfig {
                 .map(str::to_owned)
                 .collect();
         }
+        if let Some((n, v)) = lookup(get, &["FLOODGATE_TOKENLESS_CIDRS"]) {
+            c.tokenless_from = v
+                .split(',')
+                .filter(|s| !s.trim().is_empty())
+                .map(|entry| {
+                    entry.parse::<Cidr>().map_err(|e| ConfigError::Invalid {
+                        name: n.clone(),
+                        value: entry.trim().to_owned(),
+                        reason: e.reason(),
+                    })
+                })
+                .collect::<Result<_, _>>()?;
+        }
         // An empty value is an error, not "unset": it is more likely a secret or a path that did not
         // get filled in (an agent without its token, rules that never load) than a wish.
         if let Some((n, v)) = lookup(get, &["FLOODGATE_TOKEN"]) {
@@ -458,6 +486,28 @@ mod tests {
                 "{err}"
             );
         }
+        let c = AgentConfig::from_vars(vars(&[(
+            "FLOODGATE_TOKENLESS_CIDRS",
+            " 10.0.0.5/32, ,2001:db8::/64 ",
+        )]))
+        .unwrap();
+        assert_eq!(
+            c.tokenless_from,
+            [
+                "10.0.0.5/32".parse().unwrap(),
+                "2001:db8::/64".parse::<Cidr>().unwrap()
+            ]
+        );
+        assert_eq!(
+            AgentConfig::from_vars(vars(&[(
+                "FLOODGATE_TOKENLESS_CIDRS",
+                "10.0.0.5/32,0.0.0.0/0"
+            )]))
+            .unwrap_err()
+            .to_string(),
+            "FLOODGATE_TOKENLESS_CIDRS: invalid value `0.0.0.0/0` (a /0 lets every address in \
+             without the token (list the dashboards' addresses))"
+        );
         assert_eq!(
             AgentConfig::from_vars(vars(&[("FLOODGATE_HEARTBEAT_IP", "my-host")]))
                 .unwrap_err()

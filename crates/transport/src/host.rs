@@ -40,7 +40,9 @@ impl HostInfo {
     /// The host name and the IP a dashboard can call the agent back at:
     ///
     /// * `ip` if given (behind NAT or in Docker, set it);
-    /// * else `bind`, when the agent listens on one specific address that is not loopback;
+    /// * else `bind`, when the agent listens on one specific address, loopback ones included (an
+    ///   agent on `127.0.0.2` or `::1` is reached there, and `127.0.0.1` is where it listens: a
+    ///   dashboard on another machine cannot reach it whatever is reported, and is warned about);
     /// * else the local address that routes towards the first dashboard that resolves, of `bind`'s
     ///   family when `bind` is a wildcard (`0.0.0.0` listens on IPv4 only);
     /// * else loopback, provisionally.
@@ -62,7 +64,7 @@ impl HostInfo {
             .unwrap_or_else(|| "localhost".to_owned());
         let (ip, provisional) = match ip {
             Some(ip) => (ip.to_owned(), false),
-            None if !bind.is_unspecified() && !bind.is_loopback() => (bind.to_string(), false),
+            None if !bind.is_unspecified() => (bind.to_string(), false),
             None => match dashboards.iter().find_map(|d| route_to(d, bind, lookup)) {
                 Some(ip) => (ip.to_string(), false),
                 None => (
@@ -78,13 +80,19 @@ impl HostInfo {
         }
     }
 
-    /// Warns when the agent listens on loopback only while the address reported to a dashboard is
-    /// another machine's view of this one (a dashboard elsewhere cannot call it back).
+    /// Warns when the agent listens on loopback only while a dashboard cannot be on this machine: the
+    /// address reported is not loopback (set by hand), or a dashboard is given by an address that is
+    /// not.
     pub(crate) fn warn_if_unreachable(&self, bind: IpAddr, dashboards: &[String]) {
-        if bind.is_loopback()
-            && !self.provisional
-            && !self.ip.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
-        {
+        if !bind.is_loopback() || self.provisional {
+            return;
+        }
+        let reported_elsewhere = !self.ip.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback());
+        let remote_dashboard = dashboards
+            .iter()
+            .filter_map(|d| dashboard_addr(d)?.parse::<std::net::SocketAddr>().ok())
+            .any(|d| !d.ip().is_loopback());
+        if reported_elsewhere || remote_dashboard {
             tracing::warn!(
                 ?dashboards,
                 reported = %self.ip,
@@ -95,10 +103,8 @@ impl HostInfo {
     }
 }
 
-/// The local address the OS would use to reach `dashboard` (a UDP `connect` sends nothing), of the
-/// family of `bind` when it is a wildcard. A dashboard without a port is on HTTP's 80. `lookup`: a
-/// host name is resolved (else only an IP address is used).
-fn route_to(dashboard: &str, bind: IpAddr, lookup: bool) -> Option<IpAddr> {
+/// `dashboard` as `host:port` (HTTP's 80 when it names none), without its scheme and path.
+fn dashboard_addr(dashboard: &str) -> Option<String> {
     let authority = crate::heartbeat::without_scheme(dashboard)
         .split('/')
         .next()?;
@@ -106,11 +112,18 @@ fn route_to(dashboard: &str, bind: IpAddr, lookup: bool) -> Option<IpAddr> {
     let has_port = authority.rsplit_once(':').is_some_and(|(host, port)| {
         !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) && !host.ends_with(':')
     });
-    let with_port = if has_port {
+    Some(if has_port {
         authority.to_owned()
     } else {
         format!("{authority}:80")
-    };
+    })
+}
+
+/// The local address the OS would use to reach `dashboard` (a UDP `connect` sends nothing), of the
+/// family of `bind` when it is a wildcard. A dashboard without a port is on HTTP's 80. `lookup`: a
+/// host name is resolved (else only an IP address is used).
+fn route_to(dashboard: &str, bind: IpAddr, lookup: bool) -> Option<IpAddr> {
+    let with_port = dashboard_addr(dashboard)?;
     let family_ok = |target: &std::net::SocketAddr| match bind {
         IpAddr::V4(b) if b.is_unspecified() => target.is_ipv4(),
         IpAddr::V6(b) if b.is_unspecified() => true,
@@ -155,6 +168,20 @@ mod tests {
         assert_eq!(h.ip, "10.1.2.3", "the address the agent listens on");
     }
 
+    /// An agent bound to 127.0.0.2 reported 127.0.0.1 (loopback fell through to the fallback):
+    /// the dashboard called back an address nothing listened on.
+    #[test]
+    fn a_loopback_bind_address_is_reported_as_it_is() {
+        let dashboards = [
+            "127.0.0.1:8080".to_owned(),
+            "no-such-host.invalid:8080".to_owned(),
+        ];
+        for bind in ["127.0.0.2", "127.0.0.1", "::1"] {
+            let h = HostInfo::detect(None, bind.parse().unwrap(), &dashboards, false);
+            assert_eq!((h.ip.as_str(), h.provisional), (bind, false));
+        }
+    }
+
     #[test]
     fn a_dashboard_without_a_port_is_on_port_80() {
         // A documentation address: routable in form, never answered (UDP connect sends nothing).
@@ -172,7 +199,7 @@ mod tests {
     fn an_unresolved_dashboard_leaves_the_address_provisional() {
         let h = HostInfo::detect(
             None,
-            LOOPBACK,
+            IpAddr::V4(Ipv4Addr::UNSPECIFIED),
             &["no-such-host.invalid:8080".to_owned()],
             true,
         );
@@ -184,10 +211,11 @@ mod tests {
     /// in review).
     #[test]
     fn without_lookups_only_dashboard_addresses_count() {
-        let dashboards = ["localhost:8080".to_owned(), "[::1]:8080".to_owned()];
-        let h = HostInfo::detect(None, LOOPBACK, &dashboards[..1], false);
+        let dashboards = ["localhost:8080".to_owned(), "127.0.0.1:8080".to_owned()];
+        let any = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
+        let h = HostInfo::detect(None, any, &dashboards[..1], false);
         assert_eq!((h.ip.as_str(), h.provisional), ("127.0.0.1", true));
-        let h = HostInfo::detect(None, LOOPBACK, &dashboards, false);
+        let h = HostInfo::detect(None, any, &dashboards, false);
         assert!(!h.provisional, "the address given");
         assert_eq!(
             route_to("http://127.0.0.1", LOOPBACK, false),

@@ -3,7 +3,9 @@
 //!
 //! * A command API wire-compatible with Sentinel's (`getRules`, `setRules`, `metric`, `clusterNode`,
 //!   `jsonTree`, …) on `127.0.0.1:8719` by default — loopback unless told otherwise, and refusing to bind
-//!   another address without a shared token.
+//!   another address without a shared token (Sentinel's Java dashboard, which cannot send one, may be
+//!   let in by address: [`AgentBuilder::tokenless_from`]). Strangers holding connections open do not
+//!   keep a dashboard out, and rule loads do not hold the other commands or the heartbeats up.
 //! * Heartbeats to the dashboard (`POST /registry/machine`) every 10 s, with failover and back-off.
 //! * Per-second metrics kept for 5 minutes (and optionally Sentinel-format metric log files).
 //! * A Prometheus exposition at `GET /metrics` (and optionally on a port of its own): see
@@ -25,7 +27,9 @@
 //! # Ok::<(), floodgate_transport::AgentError>(())
 //! ```
 
+mod admission;
 mod agent;
+mod cidr;
 mod command;
 mod config;
 mod heartbeat;
@@ -38,6 +42,7 @@ mod serve;
 mod write_deadline;
 
 pub use agent::{Agent, AgentBuilder, AgentError};
+pub use cidr::{Cidr, CidrError};
 pub use command::{CommandState, SENTINEL_VERSION, app};
 pub use config::{AgentConfig, ConfigError, DEFAULT_PORT, RuleTypeKey};
 pub use metric_log::{MetricLog, fat_line};

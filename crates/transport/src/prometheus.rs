@@ -16,6 +16,7 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
+use prometheus_client::registry::Unit;
 
 use crate::metric_store::{MetricStore, OTHER_RESOURCES, ResourceTotals, named_resources};
 
@@ -182,15 +183,17 @@ impl Collector for Scrape {
                 }
             }
             let mut metric = encoder.encode_descriptor(
-                "response_time_milliseconds",
-                "The sum of completed requests' response times, in milliseconds (divide by the success \
-                 count for the average).",
-                None,
+                "response_time",
+                "The sum of completed requests' response times, in seconds (measured in whole \
+                 milliseconds; divide by the success count for the average).",
+                Some(&Unit::Seconds),
                 MetricType::Counter,
             )?;
             for (resource, (), t) in &self.totals {
                 let labels = [("resource", &**resource)];
-                ConstCounter::new(t.rt_sum_ms).encode(metric.encode_family(&labels)?)?;
+                // Milliseconds to seconds (exact up to 2^53 ms, some 285,000 years of response time).
+                let seconds = t.rt_sum_ms as f64 / 1000.0;
+                ConstCounter::new(seconds).encode(metric.encode_family(&labels)?)?;
             }
         }
         if !self.blocks.is_empty() {
@@ -259,12 +262,13 @@ impl Collector for Scrape {
 }
 
 /// The exposition of `fg` and the agent's `store`, in the Prometheus text format 0.0.4 (served by the
-/// agent as `GET /metrics`).
+/// agent as `GET /metrics`). Names, units and types follow Prometheus' conventions (base units,
+/// `_total` counters): `promtool check metrics` has nothing to say about it.
 ///
 /// | metric | type | labels | from |
 /// |---|---|---|---|
 /// | `floodgate_requests_total` | counter | `resource`, `outcome` = `pass`, `block`, `success`, `exception` | the per-second metric lines, summed |
-/// | `floodgate_response_time_milliseconds_total` | counter | `resource` | the sum of completed calls' RTs |
+/// | `floodgate_response_time_seconds_total` | counter | `resource` | the sum of completed calls' RTs, in seconds (whole milliseconds measured) |
 /// | `floodgate_blocks_total` | counter | `resource`, `kind` = `flow`, `degrade`, `system`, `authority`, `param_flow`, `custom` | the block log's lifetime counters |
 /// | `floodgate_concurrency` | gauge | `resource` | calls in flight now |
 /// | `floodgate_circuit_breaker_state` | gauge | `resource`, `grade` = `slow_request_ratio`, `error_ratio`, `error_count` | 0 closed, 1 open, 2 half-open |
@@ -275,7 +279,7 @@ impl Collector for Scrape {
 /// * **Totals are exact and lag by a second.** The engine keeps windows, not lifetime counters; the agent
 ///   adds each finished second once (see [`MetricStore`]), so `requests_total` moves once a second, when the
 ///   collector runs. `success` counts every completed call (errors included, as Sentinel does); the average
-///   RT over a range is `rate(floodgate_response_time_milliseconds_total[1m]) /
+///   RT over a range, in seconds, is `rate(floodgate_response_time_seconds_total[1m]) /
 ///   rate(floodgate_requests_total{outcome="success"}[1m])`. `blocks_total` is counted on the blocking
 ///   path, so it is current while `requests_total{outcome="block"}` catches up within a second.
 /// * **Bounded labels.** At most the engine's resource cap of resource names appear (the first resources

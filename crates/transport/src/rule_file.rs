@@ -99,6 +99,9 @@ impl RuleFiles {
                 loaded
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                Err("the file is not UTF-8 text".to_owned())
+            }
             Err(e) => Err(e.to_string()),
         };
         let mut errors = self.errors.lock().unwrap_or_else(|e| e.into_inner());
@@ -329,5 +332,100 @@ mod tests {
         files.on_event(&fg, &event);
         assert_eq!(fg.flow_rules().len(), 1, "running: loaded");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// JSON values of every kind, nested a little.
+        fn json() -> impl Strategy<Value = serde_json::Value> {
+            let leaf = prop_oneof![
+                Just(serde_json::Value::Null),
+                any::<bool>().prop_map(serde_json::Value::from),
+                any::<i64>().prop_map(serde_json::Value::from),
+                any::<f64>().prop_map(serde_json::Value::from),
+                "[ -~]{0,12}".prop_map(serde_json::Value::from),
+                Just(serde_json::Value::from("(unclosed")),
+            ];
+            leaf.prop_recursive(3, 24, 6, |inner| {
+                prop_oneof![
+                    proptest::collection::vec(inner.clone(), 0..4)
+                        .prop_map(serde_json::Value::from),
+                    proptest::collection::btree_map(
+                        prop_oneof![
+                            Just("resource".to_owned()),
+                            Just("count".to_owned()),
+                            Just("grade".to_owned()),
+                            Just("regex".to_owned()),
+                            Just("paramIdx".to_owned()),
+                            Just("controlBehavior".to_owned()),
+                            Just("limitApp".to_owned()),
+                            Just("timeWindow".to_owned()),
+                            "[a-zA-Z]{1,8}",
+                        ],
+                        inner,
+                        0..6,
+                    )
+                    .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+                ]
+            })
+        }
+
+        /// A rule file's bytes: anything, or JSON close to a rule list.
+        fn contents() -> impl Strategy<Value = Vec<u8>> {
+            prop_oneof![
+                proptest::collection::vec(any::<u8>(), 0..512),
+                json().prop_map(|v| v.to_string().into_bytes()),
+                proptest::collection::vec(json(), 0..4)
+                    .prop_map(|v| serde_json::Value::from(v).to_string().into_bytes()),
+            ]
+        }
+
+        proptest! {
+            /// Whatever a rule file holds: loaded, or refused with a clear error (kept for
+            /// `last_error`) while the rules in force stay in force; never a panic.
+            #[test]
+            fn any_rule_file_loads_or_is_refused_clearly(
+                rule_type in proptest::sample::select(RuleType::ALL.to_vec()),
+                bytes in contents(),
+            ) {
+                let dir = std::env::temp_dir().join(format!(
+                    "floodgate-rule-file-props-{}-{:?}",
+                    std::process::id(),
+                    std::thread::current().id()
+                ));
+                std::fs::create_dir_all(&dir).unwrap();
+                let path = dir.join("rules.json");
+                std::fs::write(&path, &bytes).unwrap();
+                let files = RuleFiles::new(BTreeMap::from([(rule_type.into(), path)]));
+                let fg = Floodgate::builder()
+                    .clock(floodgate_core::ManualClock::new(1_700_000_000_000))
+                    .build();
+                let in_force = match rule_type {
+                    RuleType::System => r#"[{"qps":5}]"#,
+                    RuleType::ParamFlow => r#"[{"resource":"kept","count":1,"paramIdx":0}]"#,
+                    RuleType::Authority => r#"[{"resource":"kept","limitApp":"a"}]"#,
+                    RuleType::Degrade => r#"[{"resource":"kept","count":1,"timeWindow":10}]"#,
+                    _ => r#"[{"resource":"kept","count":1}]"#,
+                };
+                fg.load_rules_json(rule_type, in_force).unwrap();
+                let before = fg.rules_json(rule_type);
+                match files.load(&fg, rule_type) {
+                    Ok(()) => prop_assert_eq!(files.last_error(rule_type), None),
+                    Err(error) => {
+                        prop_assert!(!error.trim().is_empty());
+                        prop_assert_eq!(files.last_error(rule_type), Some(error));
+                        prop_assert_eq!(fg.rules_json(rule_type), before, "the rules in force stay");
+                    }
+                }
+                if std::str::from_utf8(&bytes).is_err() {
+                    prop_assert_eq!(
+                        files.last_error(rule_type),
+                        Some("the file is not UTF-8 text".to_owned())
+                    );
+                }
+            }
+        }
     }
 }

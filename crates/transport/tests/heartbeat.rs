@@ -119,3 +119,31 @@ async fn a_dead_dashboard_never_stops_the_app() {
     assert!(fg.entry("R").enter().is_ok());
     assert!(fg.entry("R").enter().is_err(), "rules still enforced");
 }
+
+/// An agent bound to 127.0.0.2 reported `ip=127.0.0.1`, where nothing listened: a specific bind
+/// address, loopback or not, is the address reported (heartbeats and `basicInfo`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_on_another_loopback_address_reports_that_address() {
+    let (dash, received) = dashboard().await;
+    let (_clock, fg) = engine();
+    let agent = builder(&fg)
+        .bind("127.0.0.2".parse().unwrap())
+        .dashboard(dash.to_string())
+        .heartbeat_interval(Duration::from_millis(100))
+        .start()
+        .unwrap();
+    assert_eq!(agent.local_addr().ip().to_string(), "127.0.0.2");
+    assert!(eventually(|| !received.lock().unwrap().is_empty()));
+    let (form, _) = received.lock().unwrap()[0].clone();
+    assert_eq!(form["ip"], "127.0.0.2");
+    assert_eq!(form["port"], agent.port().to_string());
+    let addr = agent.local_addr();
+    let (status, info) = tokio::task::spawn_blocking(move || get(addr, "basicInfo"))
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&info).unwrap()["ip"],
+        "127.0.0.2"
+    );
+}

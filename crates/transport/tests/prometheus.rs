@@ -6,6 +6,8 @@ mod support;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use floodgate_core::{DegradeRule, EntryType, Floodgate, FlowRule, ManualClock};
@@ -145,7 +147,12 @@ fn parse_exposition(text: &str) -> Samples {
             assert!(!value.contains(' '), "no timestamp: {line}");
             let value: f64 = value.parse().expect("a number");
             if types[name] == "counter" {
-                assert!(value >= 0.0 && value.fract() == 0.0, "{line}");
+                assert!(value >= 0.0, "{line}");
+                // Counts are whole; sums of seconds need not be.
+                assert!(
+                    value.fract() == 0.0 || name.ends_with("_seconds_total"),
+                    "{line}"
+                );
             }
             labels.sort();
             let names: Vec<&String> = labels.iter().map(|(k, _)| k).collect();
@@ -291,14 +298,14 @@ fn the_exposition_parses_and_matches_the_node_statistics() {
         ],
         [Some(5.0), Some(3.0), Some(5.0), Some(0.0)]
     );
-    let rt = "floodgate_response_time_milliseconds_total";
+    let rt = "floodgate_response_time_seconds_total";
     assert_eq!(
         value(&samples, rt, &[("resource", "GET:/orders")]),
-        Some(orders_rt_sum)
+        Some(orders_rt_sum / 1000.0)
     );
     assert_eq!(
         value(&samples, rt, &[("resource", "pay")]),
-        Some(pay_rt_sum)
+        Some(pay_rt_sum / 1000.0)
     );
     assert_eq!(pay_rt_sum, 30.0);
     let blocks = "floodgate_blocks_total";
@@ -520,4 +527,86 @@ fn the_api_command_lists_metrics() {
         value(&samples, "floodgate_rules", &[("type", "flow")]),
         Some(0.0)
     );
+}
+
+/// promtool (Debian's `prometheus` package), or a failure that says what to install.
+fn promtool() -> PathBuf {
+    if let Some(path) = std::env::var_os("FLOODGATE_PROMTOOL") {
+        let path = PathBuf::from(path);
+        assert!(
+            path.is_file(),
+            "FLOODGATE_PROMTOOL is {}, which is not a file",
+            path.display()
+        );
+        return path;
+    }
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("promtool"))
+            .find(|p| p.is_file())
+    });
+    Some(PathBuf::from("/usr/bin/promtool"))
+        .filter(|p| p.is_file())
+        .or(on_path)
+        .unwrap_or_else(|| {
+            panic!(
+                "this test needs promtool, which was not found: install Debian's package \
+                 `prometheus` (`apt-get install -y prometheus`), or point FLOODGATE_PROMTOOL at it"
+            )
+        })
+}
+
+/// `promtool check metrics` on `exposition`: its exit status and everything it printed.
+fn promtool_check(promtool: &Path, exposition: &str) -> (bool, String) {
+    let mut child = Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{} does not run: {e}", promtool.display()));
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(exposition.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), printed)
+}
+
+/// `promtool check metrics` found `floodgate_response_time_milliseconds_total` (a base unit must
+/// be seconds): the whole exposition, with traffic of every kind, passes it with nothing to say.
+#[test]
+fn promtool_finds_nothing_to_report_in_the_exposition() {
+    let promtool = promtool();
+    let (clock, fg) = engine();
+    let agent = builder(&fg)
+        .token("s3cret-token")
+        .prometheus_port(0)
+        .start()
+        .unwrap();
+    traffic(&clock, &fg);
+    let in_flight = fg.entry("slow").enter().unwrap();
+    clock.set(T0 + 1500);
+    agent.collect_metrics();
+    for addr in [agent.local_addr(), agent.prometheus_addr().unwrap()] {
+        let (status, _, body) = scrape(addr, "Authorization: Bearer s3cret-token\r\n");
+        assert_eq!(status, 200);
+        assert!(body.contains("floodgate_circuit_breaker_state"), "{body}");
+        let (passed, printed) = promtool_check(&promtool, &body);
+        assert!(passed && printed.is_empty(), "promtool: {printed}\n{body}");
+    }
+    // An engine without traffic too.
+    let (_clock, idle) = engine();
+    let agent = builder(&idle).start().unwrap();
+    let (_, _, body) = scrape(agent.local_addr(), "");
+    let (passed, printed) = promtool_check(&promtool, &body);
+    assert!(passed && printed.is_empty(), "promtool: {printed}\n{body}");
+    drop(in_flight);
 }

@@ -26,11 +26,24 @@ pub(crate) fn get_rules(state: &CommandState, params: &Params) -> Result<String,
     Ok(state.fg.rules_json(rule_type(params)?))
 }
 
-fn load(state: &CommandState, t: RuleType, data: &str) -> Result<String, CommandError> {
-    let written = state
-        .rule_files
-        .load_and_write(&state.fg, t, data)
-        .map_err(|e| CommandError::bad_request(e.to_string()))?;
+/// Loads `data` as the rules of `t` and writes them to their file, on the blocking pool: parsing,
+/// validating and compiling a large list takes long, and the agent's one runtime thread also serves
+/// the other commands and sends the heartbeats. Loads run one at a time, in the order they arrived
+/// (so the last pushed list of a type is the one in force, and in its file); a load whose client
+/// hung up still finishes before the next starts.
+async fn load(state: &CommandState, t: RuleType, data: &str) -> Result<String, CommandError> {
+    let turn = state.rule_loads.clone().lock_owned().await;
+    let (fg, files, data) = (state.fg.clone(), state.rule_files.clone(), data.to_owned());
+    let loaded = tokio::task::spawn_blocking(move || {
+        let _turn = turn;
+        files.load_and_write(&fg, t, &data)
+    })
+    .await
+    .map_err(|e| {
+        tracing::error!(rule_type = %t, error = %e, "a rule load failed");
+        CommandError::internal("the rule load failed")
+    })?;
+    let written = loaded.map_err(|e| CommandError::bad_request(e.to_string()))?;
     match written {
         Ok(()) => Ok("success".to_owned()),
         Err(e) => {
@@ -45,7 +58,7 @@ pub(crate) async fn set_rules(
     params: &Params,
 ) -> Result<String, CommandError> {
     let t = rule_type(params)?;
-    load(state, t, params.get("data").unwrap_or("[]"))
+    load(state, t, params.get("data").unwrap_or("[]")).await
 }
 
 pub(crate) fn get_param_flow_rules(state: &CommandState) -> String {
@@ -59,7 +72,7 @@ pub(crate) async fn set_param_flow_rules(
     let data = params
         .non_blank("data")
         .ok_or_else(|| CommandError::bad_request("Bad data"))?;
-    load(state, RuleType::ParamFlow, data)
+    load(state, RuleType::ParamFlow, data).await
 }
 
 /// Every circuit breaker: resource, state (`CLOSED`/`OPEN`/`HALF_OPEN`), retry time, the current window's
