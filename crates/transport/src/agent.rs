@@ -87,6 +87,7 @@ pub struct Agent {
     metrics: Arc<MetricStore>,
     metric_log: Option<Arc<MetricLog>>,
     rule_files: Arc<RuleFiles>,
+    commands: Arc<CommandState>,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
     _watcher: Option<notify::RecommendedWatcher>,
@@ -127,6 +128,16 @@ impl Agent {
     /// The rule files, for their load status.
     pub fn rule_files(&self) -> &RuleFiles {
         &self.rule_files
+    }
+
+    /// The command API as a router over this agent's state: what its port answers, for serving the
+    /// commands from the application's own server (under its own authentication and limits) or for
+    /// driving them without a socket. Requests it gets carry no client address unless the server
+    /// adds an `axum::extract::ConnectInfo<SocketAddr>` extension, and without one an address
+    /// allow-list ([`AgentBuilder::tokenless_from`]) lets nobody in; the token, when one is
+    /// configured, is required as on the port.
+    pub fn router(&self) -> axum::Router {
+        app(self.commands.clone())
     }
 
     /// Collects the seconds finished since the last collection now, into the `metric` command's store and
@@ -491,6 +502,7 @@ impl AgentBuilder {
         let fg = self.fg.clone();
         let (collector_metrics, collector_log) = (metrics.clone(), metric_log.clone());
         let collector_state = state.clone();
+        let commands = state.clone();
         let thread = std::thread::Builder::new()
             .name("floodgate-agent".into())
             .spawn(move || {
@@ -532,6 +544,7 @@ impl AgentBuilder {
             metrics,
             metric_log,
             rule_files,
+            commands,
             stop: Some(stop),
             thread: Some(thread),
             _watcher: watcher,
