@@ -23,7 +23,9 @@ fn agent() -> &'static (Agent, tokio::runtime::Runtime) {
             .app_name("fuzz")
             .start()
             .expect("an agent on loopback");
+        // The commands time bodies out: the runtime needs its timer.
         let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
             .build()
             .expect("a runtime");
         (agent, runtime)

@@ -135,7 +135,8 @@ impl Agent {
     /// driving them without a socket. Requests it gets carry no client address unless the server
     /// adds an `axum::extract::ConnectInfo<SocketAddr>` extension, and without one an address
     /// allow-list ([`AgentBuilder::tokenless_from`]) lets nobody in; the token, when one is
-    /// configured, is required as on the port.
+    /// configured, is required as on the port. Serve it on a tokio runtime with its timer enabled (body
+    /// deadlines) and its blocking pool (rule loads).
     pub fn router(&self) -> axum::Router {
         app(self.commands.clone())
     }
