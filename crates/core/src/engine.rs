@@ -26,8 +26,8 @@ use crate::node::{
 };
 use crate::param_flow::{ParamFlowRule, ParamFlowRules, ParamFlowStatus};
 use crate::rules::{
-    RuleError, RuleFields, RuleItem, RuleType, all_or_errors, no_errors, parse_rule_items,
-    to_json_array,
+    RuleError, RuleFields, RuleItem, RuleType, all_or_errors, check_regex_count, no_errors,
+    parse_rule_items, regex_flags, to_json_array,
 };
 use crate::slot::{BlockLog, ChainEdit, Slot, SlotChain};
 use crate::stat::WindowError;
@@ -803,6 +803,10 @@ impl Floodgate {
 
     fn load_json(&self, rule_type: RuleType, json: &str) -> Result<(), RuleError> {
         let items = parse_rule_items(json)?;
+        if rule_type != RuleType::System {
+            // Before any rule is read: a list of too many patterns is refused without compiling one.
+            check_regex_count(regex_flags(&items))?;
+        }
         match rule_type {
             RuleType::Flow => self
                 .inner

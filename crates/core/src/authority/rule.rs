@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::rules::{RuleError, RuleFields, check_origin_len, rule_head, whole_name_regex};
+use crate::rules::{RuleError, RuleFields, check_origin_len, check_pattern, rule_head};
 
 /// Whether an authority rule's list admits or refuses the origins it names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -141,7 +141,7 @@ impl AuthorityRule {
             check_origin_len(index, origin)?;
         }
         if self.regex {
-            whole_name_regex(index, &self.resource)?;
+            check_pattern(index, &self.resource)?;
         }
         Ok(())
     }

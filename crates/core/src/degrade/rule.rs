@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::rules::{RuleError, RuleFields, check_rule_head, rule_head, whole_name_regex};
+use crate::rules::{RuleError, RuleFields, check_pattern, check_rule_head, rule_head};
 
 /// The resource name of a default rule: it applies to every resource without a degrade rule of its own.
 pub const DEFAULT_DEGRADE_RESOURCE: &str = "*";
@@ -191,7 +191,7 @@ impl DegradeRule {
             );
         }
         if self.regex {
-            whole_name_regex(index, &self.resource)?;
+            check_pattern(index, &self.resource)?;
         }
         Ok(())
     }

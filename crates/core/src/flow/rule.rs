@@ -3,8 +3,8 @@
 use serde_json::{Map, Value, json};
 
 use crate::rules::{
-    ClusterFields, RuleError, RuleFields, check_cluster_fields, check_rule_head, rule_head,
-    whole_name_regex,
+    ClusterFields, RuleError, RuleFields, check_cluster_fields, check_pattern, check_rule_head,
+    rule_head,
 };
 
 /// What a flow rule counts.
@@ -257,7 +257,7 @@ impl FlowRule {
             return err("warmUpPeriodSec", "must be > 0 for warm-up".into());
         }
         if self.regex {
-            whole_name_regex(index, &self.resource)?;
+            check_pattern(index, &self.resource)?;
             if self.cluster_mode || behavior != ControlBehavior::Reject {
                 return err("regex", "regex rules must be local reject rules".into());
             }

@@ -12,8 +12,8 @@ use serde_json::{Map, Value, json};
 use crate::flow::{ControlBehavior, FlowGrade};
 use crate::param::{ParamValue, StoredValue};
 use crate::rules::{
-    ClusterFields, RuleError, RuleFields, check_cluster_fields, check_rule_head, rule_head,
-    whole_name_regex,
+    ClusterFields, RuleError, RuleFields, check_cluster_fields, check_pattern, check_rule_head,
+    rule_head,
 };
 
 /// A value with its own threshold (Sentinel's `ParamFlowItem`).
@@ -323,7 +323,7 @@ impl ParamFlowRule {
             items.push((value, item.count));
         }
         if self.regex {
-            whole_name_regex(index, &self.resource)?;
+            check_pattern(index, &self.resource)?;
             if self.cluster_mode || self.paces() {
                 return err("regex", "regex rules must be local default rules".into());
             }

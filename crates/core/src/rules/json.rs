@@ -38,6 +38,14 @@ pub(crate) fn parse_rule_items(json: &str) -> Result<Vec<RuleItem>, RuleError> {
         .collect())
 }
 
+/// Whether each item sets `regex` to `true`, in list order: what the regex cap counts before any rule
+/// is read further.
+pub(crate) fn regex_flags(items: &[RuleItem]) -> impl Iterator<Item = bool> + '_ {
+    items
+        .iter()
+        .map(|item| matches!(item, Ok(map) if map.get("regex") == Some(&Value::Bool(true))))
+}
+
 /// Writes rules as a JSON array.
 pub(crate) fn to_json_array(rules: impl IntoIterator<Item = Map<String, Value>>) -> String {
     Value::Array(rules.into_iter().map(Value::Object).collect()).to_string()
