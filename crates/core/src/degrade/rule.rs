@@ -211,7 +211,7 @@ impl DegradeRule {
                 ));
             }
         };
-        let count = f.number("count")?.unwrap_or(0.0);
+        let count = f.required_number("count")?;
         let mut rule = DegradeRule::new(f.string("resource")?.unwrap_or_default(), grade, count);
         rule.id = f.integer("id")?;
         if let Some(app) = f.limit_app()? {

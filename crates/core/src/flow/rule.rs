@@ -293,7 +293,7 @@ impl FlowRule {
             rule.limit_app = app.to_owned();
         }
         rule.grade = FlowGrade::read(&f)?;
-        rule.count = f.number("count")?.unwrap_or(0.0);
+        rule.count = f.required_number("count")?;
         rule.strategy = match f.integer("strategy")?.unwrap_or(0) {
             0 => FlowStrategy::Direct,
             1 => FlowStrategy::Relate,

@@ -353,7 +353,7 @@ impl ParamFlowRule {
         let mut rule = ParamFlowRule::new(
             f.string("resource")?.unwrap_or_default(),
             param_idx,
-            f.number("count")?.unwrap_or(0.0),
+            f.required_number("count")?,
         );
         rule.id = f.integer("id")?;
         if let Some(app) = f.limit_app()? {

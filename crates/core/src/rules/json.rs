@@ -157,6 +157,13 @@ impl<'a> RuleFields<'a> {
         }
     }
 
+    /// A number field that must be set: absent or null, it is an error (a threshold that defaulted to
+    /// 0 would block everything, and a misspelt one is absent).
+    pub(crate) fn required_number(&self, field: &str) -> Result<f64, RuleError> {
+        self.number(field)?
+            .ok_or_else(|| self.error(field, "is required"))
+    }
+
     /// A whole-number field (`10` or `10.0`).
     pub(crate) fn integer(&self, field: &str) -> Result<Option<i64>, RuleError> {
         match self.get(field) {
@@ -279,6 +286,11 @@ mod tests {
             "rule 0: `s` must be a number, got a string"
         );
         assert_eq!(f.number("missing").unwrap(), None);
+        assert_eq!(f.required_number("c2").unwrap(), 20.0);
+        assert_eq!(
+            f.required_number("missing").unwrap_err().to_string(),
+            "rule 0: `missing` is required"
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `SystemRule`: thresholds for the whole process's inbound traffic (Sentinel's `SystemRule`).
 //!
-//! A rule sets any of five dimensions; an unset dimension is `None` here and `-1` (or absent) in JSON:
+//! A rule sets at least one of five dimensions; an unset dimension is `None` here and `-1` (or absent)
+//! in JSON:
 //!
 //! | JSON | field | meaning |
 //! |---|---|---|
@@ -12,8 +13,10 @@
 //!
 //! Several rules merge by the minimum per dimension (see [`SystemThresholds`](super::SystemThresholds)).
 //! Where Sentinel ignores a CPU threshold above 1 and lets the last rule of a list decide whether system
-//! protection is on at all (SY-03), Floodgate rejects an invalid rule with an error naming it, and a
-//! dimension is on whenever any rule sets it.
+//! protection is on at all (a trailing rule that sets nothing turned it off), Floodgate rejects an
+//! invalid rule with an error naming it, and a dimension is on whenever any rule sets it. A rule that
+//! sets no dimension is refused: it protects nothing, and in JSON it is most likely a misspelt
+//! threshold (`maxQps`, which is not a field).
 
 use serde_json::{Map, Value, json};
 
@@ -44,7 +47,7 @@ pub struct SystemRule {
 }
 
 impl SystemRule {
-    /// A rule that sets nothing.
+    /// A rule that sets nothing yet (a rule must set at least one threshold to load).
     pub fn new() -> Self {
         SystemRule::default()
     }
@@ -121,6 +124,27 @@ impl SystemRule {
                     format!("must be a ratio between 0 and 1, got {cpu}"),
                 ));
             }
+        }
+        let SystemRule {
+            id: _,
+            highest_system_load,
+            highest_cpu_usage,
+            qps,
+            avg_rt,
+            max_thread,
+        } = self;
+        if highest_system_load.is_none()
+            && highest_cpu_usage.is_none()
+            && qps.is_none()
+            && avg_rt.is_none()
+            && max_thread.is_none()
+        {
+            return Err(RuleError::invalid(
+                index,
+                "(rule)",
+                "sets no threshold: set highestSystemLoad, highestCpuUsage, qps, avgRt or maxThread \
+                 (-1 is unset)",
+            ));
         }
         Ok(())
     }
