@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::rules::{RuleError, RuleFields, check_origin_len, check_pattern, rule_head};
+use crate::rules::{Fields, RuleError, RuleFields, check_origin_len, check_pattern, rule_head};
 
 /// Whether an authority rule's list admits or refuses the origins it names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -145,6 +145,10 @@ impl AuthorityRule {
         }
         Ok(())
     }
+
+    /// The JSON fields of Sentinel's `AuthorityRule`.
+    pub(crate) const FIELDS: Fields =
+        Fields::new(&["id", "resource", "limitApp", "regex", "strategy"], &[]);
 
     /// Reads a rule from Sentinel JSON.
     pub(crate) fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {

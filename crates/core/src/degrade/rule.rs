@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::rules::{RuleError, RuleFields, check_pattern, check_rule_head, rule_head};
+use crate::rules::{Fields, RuleError, RuleFields, check_pattern, check_rule_head, rule_head};
 
 /// The resource name of a default rule: it applies to every resource without a degrade rule of its own.
 pub const DEFAULT_DEGRADE_RESOURCE: &str = "*";
@@ -195,6 +195,23 @@ impl DegradeRule {
         }
         Ok(())
     }
+
+    /// The JSON fields of Sentinel's `DegradeRule`.
+    pub(crate) const FIELDS: Fields = Fields::new(
+        &[
+            "id",
+            "resource",
+            "limitApp",
+            "regex",
+            "grade",
+            "count",
+            "timeWindow",
+            "minRequestAmount",
+            "slowRatioThreshold",
+            "statIntervalMs",
+        ],
+        &[],
+    );
 
     /// Reads a rule from Sentinel JSON.
     pub(crate) fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {

@@ -3,8 +3,8 @@
 use serde_json::{Map, Value, json};
 
 use crate::rules::{
-    ClusterFields, RuleError, RuleFields, check_cluster_fields, check_pattern, check_rule_head,
-    rule_head,
+    ClusterFields, Fields, RuleError, RuleFields, check_cluster_fields, check_pattern,
+    check_rule_head, rule_head,
 };
 
 /// What a flow rule counts.
@@ -284,6 +284,43 @@ impl FlowRule {
         }
         Ok(())
     }
+
+    /// The JSON fields of Sentinel's `FlowRule` and its `ClusterFlowConfig`.
+    pub(crate) const FIELDS: Fields = Fields::new(
+        &[
+            "id",
+            "resource",
+            "limitApp",
+            "regex",
+            "grade",
+            "count",
+            "strategy",
+            "refResource",
+            "controlBehavior",
+            "warmUpPeriodSec",
+            "maxQueueingTimeMs",
+            "clusterMode",
+            "clusterConfig",
+        ],
+        &[(
+            "clusterConfig",
+            &Fields::new(
+                &[
+                    "flowId",
+                    "thresholdType",
+                    "fallbackToLocalWhenFail",
+                    "strategy",
+                    "sampleCount",
+                    "windowIntervalMs",
+                    "resourceTimeout",
+                    "resourceTimeoutStrategy",
+                    "acquireRefuseStrategy",
+                    "clientOfflineTime",
+                ],
+                &[],
+            ),
+        )],
+    );
 
     /// Reads a rule from Sentinel JSON.
     pub(crate) fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {

@@ -12,8 +12,8 @@ use serde_json::{Map, Value, json};
 use crate::flow::{ControlBehavior, FlowGrade};
 use crate::param::{ParamValue, StoredValue};
 use crate::rules::{
-    ClusterFields, RuleError, RuleFields, check_cluster_fields, check_pattern, check_rule_head,
-    rule_head,
+    ClusterFields, Fields, RuleError, RuleFields, check_cluster_fields, check_pattern,
+    check_rule_head, rule_head,
 };
 
 /// A value with its own threshold (Sentinel's `ParamFlowItem`).
@@ -344,6 +344,46 @@ impl ParamFlowRule {
         }
         Ok(items)
     }
+
+    /// The JSON fields of Sentinel's `ParamFlowRule`, its `ParamFlowItem`s and its
+    /// `ParamFlowClusterConfig`.
+    pub(crate) const FIELDS: Fields = Fields::new(
+        &[
+            "id",
+            "resource",
+            "limitApp",
+            "regex",
+            "grade",
+            "paramIdx",
+            "count",
+            "controlBehavior",
+            "maxQueueingTimeMs",
+            "burstCount",
+            "durationInSec",
+            "paramFlowItemList",
+            "clusterMode",
+            "clusterConfig",
+        ],
+        &[
+            (
+                "paramFlowItemList",
+                &Fields::new(&["object", "count", "classType"], &[]),
+            ),
+            (
+                "clusterConfig",
+                &Fields::new(
+                    &[
+                        "flowId",
+                        "thresholdType",
+                        "fallbackToLocalWhenFail",
+                        "sampleCount",
+                        "windowIntervalMs",
+                    ],
+                    &[],
+                ),
+            ),
+        ],
+    );
 
     /// Reads a rule from Sentinel JSON.
     pub(crate) fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {

@@ -20,7 +20,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::rules::{RuleError, RuleFields};
+use crate::rules::{Fields, RuleError, RuleFields};
 
 /// A system rule. Build one with the setters:
 ///
@@ -148,6 +148,23 @@ impl SystemRule {
         }
         Ok(())
     }
+
+    /// The JSON fields of Sentinel's `SystemRule` (which has a rule's `resource`, `limitApp` and
+    /// `regex` too, and ignores them).
+    pub(crate) const FIELDS: Fields = Fields::new(
+        &[
+            "id",
+            "resource",
+            "limitApp",
+            "regex",
+            "highestSystemLoad",
+            "highestCpuUsage",
+            "qps",
+            "avgRt",
+            "maxThread",
+        ],
+        &[],
+    );
 
     /// Reads a rule from Sentinel JSON: `-1` or an absent field is unset; another negative value is an
     /// error.
