@@ -25,9 +25,9 @@ pub use floodgate_core::{
     MACHINE_ROOT, MAX_ORIGIN_LEN, ManualClock, ManualProbe, MetricLine, NodeSelectorSlot,
     NodeSnapshot, NodeView, OVER_CAP_ORIGIN, OVER_CAP_RESOURCE, OsProbe, OwnedEntry,
     ParamFlowClusterConfig, ParamFlowItem, ParamFlowRule, ParamFlowSlot, ParamFlowStatus, ParamKey,
-    ParamValue, ResourceHandle, ResourceKey, ResourceType, RuleError, RuleType,
-    SetGlobalDefaultError, Slot, SlotContext, SlotRegistration, StatisticSlot, SystemClock,
-    SystemLimit, SystemLimitType, SystemProbe, SystemRule, SystemSlot, SystemStatus,
+    ParamValue, ResourceHandle, ResourceKey, ResourceType, RuleError, RuleLoad, RuleType,
+    RuleWarning, SetGlobalDefaultError, Slot, SlotContext, SlotRegistration, StatisticSlot,
+    SystemClock, SystemLimit, SystemLimitType, SystemProbe, SystemRule, SystemSlot, SystemStatus,
     SystemThresholds, TOTAL_INBOUND_TRAFFIC, TreeNodeKind, UnknownRuleType, WindowError, entry,
     global, order, register_slot, set_global_default, utc_datetime,
 };

@@ -26,8 +26,8 @@ use crate::node::{
 };
 use crate::param_flow::{ParamFlowRule, ParamFlowRules, ParamFlowStatus};
 use crate::rules::{
-    RuleError, RuleFields, RuleItem, RuleType, all_or_errors, no_errors, parse_rule_items,
-    to_json_array,
+    RuleError, RuleFields, RuleItem, RuleLoad, RuleType, RuleWarning, all_or_errors,
+    check_regex_count, no_errors, parse_rule_items, regex_flags, to_json_array,
 };
 use crate::slot::{BlockLog, ChainEdit, Slot, SlotChain};
 use crate::stat::WindowError;
@@ -53,6 +53,30 @@ fn parse_each<T>(
             .enumerate()
             .map(|(i, item)| parse_item(i, item, &parse)),
     )
+}
+
+/// How many warnings of one load are logged one by one; the rest are counted in one event, so that a
+/// list of a mebibyte of misspelt fields makes two dozen lines, not a hundred thousand.
+const MAX_LOGGED_WARNINGS: usize = 20;
+
+/// Logs the warnings of a load of `rule_type` (see [`Floodgate::load_rules_json`]).
+fn log_warnings(rule_type: RuleType, warnings: &[RuleWarning]) {
+    for warning in warnings.iter().take(MAX_LOGGED_WARNINGS) {
+        tracing::warn!(
+            target: "floodgate::rules",
+            rule_type = rule_type.as_str(),
+            "{warning}"
+        );
+    }
+    let more = warnings.len().saturating_sub(MAX_LOGGED_WARNINGS);
+    if more > 0 {
+        tracing::warn!(
+            target: "floodgate::rules",
+            rule_type = rule_type.as_str(),
+            more,
+            "and {more} more warnings of this load"
+        );
+    }
 }
 
 /// Sentinel's name of the context entries run in when none was entered.
@@ -786,23 +810,58 @@ impl Floodgate {
 
     /// Loads a whole rule list of type `rule_type` from Sentinel JSON. Any invalid rule rejects the list
     /// (the error names the rule's index, the field and why) and the rules in force stay in force.
+    /// Thresholds are required (`count`; a system rule sets at least one); a field that rules of the
+    /// type do not have (none of Sentinel's) is ignored and reported in the [`RuleLoad`]'s warnings,
+    /// each also logged at `warn` on `floodgate::rules` (the first 20 of a load one by one, then their
+    /// number; a refused list's too). A list holds at most 100 regex rules, with patterns of at most 512
+    /// bytes.
     ///
     /// ```
     /// use floodgate_core::{Floodgate, RuleType};
     ///
     /// let fg = Floodgate::default();
-    /// fg.load_rules_json(RuleType::Flow, r#"[{"resource":"R","count":20,"controlBehavior":1}]"#)?;
+    /// let load = fg.load_rules_json(RuleType::Flow, r#"[{"resource":"R","count":20,"controlBehavior":1}]"#)?;
+    /// assert!(load.warnings().is_empty());
     /// let err = fg.load_rules_json(RuleType::Flow, r#"[{"resource":"R","count":-1}]"#).unwrap_err();
     /// assert_eq!(err.to_string(), "rule 0: `count` must be a finite number ≥ 0, got -1");
+    /// let err = fg.load_rules_json(RuleType::Flow, r#"[{"resource":"R","Count":5}]"#).unwrap_err();
+    /// assert_eq!(err.to_string(), "rule 0: `count` is required");
     /// assert_eq!(fg.flow_rules().len(), 1);
+    /// let load = fg.load_rules_json(RuleType::Flow, r#"[{"resource":"R","count":5,"maxQps":9}]"#)?;
+    /// assert_eq!(load.warnings()[0].to_string(), "rule 0: unknown field `maxQps` (ignored)");
     /// # Ok::<(), floodgate_core::RuleError>(())
     /// ```
-    pub fn load_rules_json(&self, rule_type: RuleType, json: &str) -> Result<(), RuleError> {
-        self.report_load(rule_type, self.load_json(rule_type, json))
+    pub fn load_rules_json(&self, rule_type: RuleType, json: &str) -> Result<RuleLoad, RuleError> {
+        let mut warnings = Vec::new();
+        let result = self.load_json(rule_type, json, &mut warnings);
+        log_warnings(rule_type, &warnings);
+        self.report_load(rule_type, result)?;
+        Ok(RuleLoad::new(warnings))
     }
 
-    fn load_json(&self, rule_type: RuleType, json: &str) -> Result<(), RuleError> {
+    fn load_json(
+        &self,
+        rule_type: RuleType,
+        json: &str,
+        warnings: &mut Vec<RuleWarning>,
+    ) -> Result<(), RuleError> {
         let items = parse_rule_items(json)?;
+        if rule_type != RuleType::System {
+            // Before any rule is read: a list of too many patterns is refused without compiling one.
+            check_regex_count(regex_flags(&items))?;
+        }
+        let fields = match rule_type {
+            RuleType::Flow => &FlowRule::FIELDS,
+            RuleType::Degrade => &DegradeRule::FIELDS,
+            RuleType::Authority => &AuthorityRule::FIELDS,
+            RuleType::System => &SystemRule::FIELDS,
+            RuleType::ParamFlow => &ParamFlowRule::FIELDS,
+        };
+        for (index, item) in items.iter().enumerate() {
+            if let Ok(map) = item {
+                fields.unknown(index, map, warnings);
+            }
+        }
         match rule_type {
             RuleType::Flow => self
                 .inner

@@ -48,7 +48,8 @@
 //!   traffic by QPS, concurrency, RT, load and CPU, read from a [`SystemProbe`]).
 //! * `tracing` events: blocks (target `floodgate::block`, `info`, at most one per second per resource and
 //!   [`BlockKind`]), breaker transitions (`floodgate::breaker`, `warn` on opening, `info` otherwise) and
-//!   rule loads (`floodgate::rules`, `info` with the count, `warn` with the error of a rejected list).
+//!   rule loads (`floodgate::rules`, `info` with the count, `warn` with the error of a rejected list and
+//!   with each field a JSON load ignored, see [`RuleWarning`]).
 
 mod arena;
 mod authority;
@@ -100,7 +101,7 @@ pub use param_flow::{
     ParamFlowClusterConfig, ParamFlowItem, ParamFlowRule, ParamFlowSlot, ParamFlowStatus,
 };
 pub use resource_key::ResourceKey;
-pub use rules::{RuleError, RuleType, UnknownRuleType};
+pub use rules::{RuleError, RuleLoad, RuleType, RuleWarning, UnknownRuleType};
 pub use slot::{
     Attachment, ClusterBuilderSlot, ExitContext, Hooks, LogSlot, NodeSelectorSlot, Slot,
     SlotContext, SlotRegistration, StatisticSlot, order, utc_datetime,

@@ -397,12 +397,44 @@ fn a_rejected_rule_list_is_logged_on_one_line() {
     let (_clock, fg) = engine();
     let recorder = record(|| {
         // A regex error spans several lines and echoes the expression, a newline included.
-        let bad = r#"[{"resource":"a\nb(","regex":true}]"#;
+        let bad = r#"[{"resource":"a\nb(","regex":true,"count":1}]"#;
         assert!(fg.load_rules_json(RuleType::Flow, bad).is_err());
     });
     let events = recorder.with_target("floodgate::rules");
     assert_eq!(events.len(), 1, "{events:?}");
     assert!(!events[0].field("error").contains('\n'), "{events:?}");
+}
+
+/// Each field a load ignored is a warning on `floodgate::rules`, the first 20 one by one, then one
+/// event with the number of the others; a refused list's warnings too (they may say why).
+#[test]
+fn unknown_fields_are_logged_as_warnings() {
+    let _serial = serial();
+    let (_clock, fg) = engine();
+    let rules: Vec<String> = (0..25)
+        .map(|i| format!(r#"{{"resource":"R{i}","count":1,"burst":{i}}}"#))
+        .collect();
+    let many = format!("[{}]", rules.join(","));
+    let recorder = record(|| {
+        fg.load_rules_json(RuleType::Flow, &many).unwrap();
+        fg.load_rules_json(RuleType::Flow, r#"[{"resource":"R","Count":1}]"#)
+            .unwrap_err();
+    });
+    let events = recorder.with_target("floodgate::rules");
+    let warned: Vec<&str> = events
+        .iter()
+        .filter(|e| e.level == Level::WARN)
+        .map(|e| e.field("message"))
+        .collect();
+    let mut expected: Vec<String> = (0..20)
+        .map(|i| format!("rule {i}: unknown field `burst` (ignored)"))
+        .collect();
+    expected.push("and 5 more warnings of this load".to_owned());
+    expected.push("rule 0: unknown field `Count` (ignored)".to_owned());
+    expected.push("rule list rejected; the rules in force stay".to_owned());
+    assert_eq!(warned, expected);
+    assert!(events.iter().all(|e| e.field("rule_type") == "flow"));
+    assert_eq!(fg.rule_count(RuleType::Flow), 25);
 }
 
 #[test]

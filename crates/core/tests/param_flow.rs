@@ -1069,7 +1069,7 @@ fn a_ruled_resource_past_the_cap_is_still_checked() {
 #[test]
 fn json_round_trips_sentinel_names_and_defaults() {
     let (_clock, fg) = engine();
-    load(&fg, r#"[{"resource":"R","paramIdx":0}]"#);
+    load(&fg, r#"[{"resource":"R","paramIdx":0,"count":0}]"#);
     let json: serde_json::Value =
         serde_json::from_str(&fg.rules_json(RuleType::ParamFlow)).unwrap();
     assert_eq!(
@@ -1163,20 +1163,24 @@ fn every_validation_error_names_the_rule_and_field_and_changes_nothing() {
     let (_clock, fg) = engine();
     load(&fg, r#"[{"resource":"KEEP","paramIdx":0,"count":1}]"#);
     let cases: &[(&str, &str, &str)] = &[
-        (r#"{"paramIdx":0}"#, "resource", "must not be blank"),
         (
-            r#"{"resource":" ","paramIdx":0}"#,
+            r#"{"paramIdx":0,"count":1}"#,
             "resource",
             "must not be blank",
         ),
-        (r#"{"resource":"R"}"#, "paramIdx", "is required"),
         (
-            r#"{"resource":"R","paramIdx":"0"}"#,
+            r#"{"resource":" ","paramIdx":0,"count":1}"#,
+            "resource",
+            "must not be blank",
+        ),
+        (r#"{"resource":"R","count":1}"#, "paramIdx", "is required"),
+        (
+            r#"{"resource":"R","paramIdx":"0","count":1}"#,
             "paramIdx",
             "must be a whole number, got a string",
         ),
         (
-            r#"{"resource":"R","paramIdx":3000000000}"#,
+            r#"{"resource":"R","paramIdx":3000000000,"count":1}"#,
             "paramIdx",
             "is out of range: 3000000000",
         ),
@@ -1185,104 +1189,110 @@ fn every_validation_error_names_the_rule_and_field_and_changes_nothing() {
             "count",
             "must be a finite number ≥ 0, got -1",
         ),
+        (r#"{"resource":"R","paramIdx":0}"#, "count", "is required"),
         (
-            r#"{"resource":"R","paramIdx":0,"grade":2}"#,
+            r#"{"resource":"R","paramIdx":0,"count":null}"#,
+            "count",
+            "is required",
+        ),
+        (
+            r#"{"resource":"R","paramIdx":0,"count":1,"grade":2}"#,
             "grade",
             "must be 0 (thread) or 1 (QPS), got 2",
         ),
         (
-            r#"{"resource":"R","paramIdx":0,"controlBehavior":7}"#,
+            r#"{"resource":"R","paramIdx":0,"count":1,"controlBehavior":7}"#,
             "controlBehavior",
             "must be 0 (default), 2 (rate limiter), or 1 or 3 (the default for parameter rules), got 7",
         ),
         (
-            r#"{"resource":"R","paramIdx":0,"durationInSec":0}"#,
+            r#"{"resource":"R","paramIdx":0,"count":1,"durationInSec":0}"#,
             "durationInSec",
             "must be > 0",
         ),
         (
-            r#"{"resource":"R","paramIdx":0,"durationInSec":-5}"#,
+            r#"{"resource":"R","paramIdx":0,"count":1,"durationInSec":-5}"#,
             "durationInSec",
             "must be > 0, got -5",
         ),
         (
-            r#"{"resource":"R","paramIdx":0,"burstCount":-1}"#,
+            r#"{"resource":"R","paramIdx":0,"count":1,"burstCount":-1}"#,
             "burstCount",
             "must be ≥ 0, got -1",
         ),
         (
-            r#"{"resource":"R","paramIdx":0,"maxQueueingTimeMs":-1}"#,
+            r#"{"resource":"R","paramIdx":0,"count":1,"maxQueueingTimeMs":-1}"#,
             "maxQueueingTimeMs",
             "must be ≥ 0, got -1",
         ),
         (
-            r#"{"resource":"R","paramIdx":0,"paramFlowItemList":{}}"#,
+            r#"{"resource":"R","paramIdx":0,"count":1,"paramFlowItemList":{}}"#,
             "paramFlowItemList",
             "must be an array, got an object",
         ),
         (
-            r#"{"resource":"R","paramIdx":0,"paramFlowItemList":[{"count":1}]}"#,
+            r#"{"resource":"R","paramIdx":0,"count":1,"paramFlowItemList":[{"count":1}]}"#,
             "paramFlowItemList[0].object",
             "is required",
         ),
         (
-            r#"{"resource":"R","paramIdx":0,"paramFlowItemList":[{"object":"a"}]}"#,
+            r#"{"resource":"R","paramIdx":0,"count":1,"paramFlowItemList":[{"object":"a"}]}"#,
             "paramFlowItemList[0].count",
             "is required",
         ),
         (
-            r#"{"resource":"R","paramIdx":0,"paramFlowItemList":[{"object":"a","count":1},{"object":"b","count":-2}]}"#,
+            r#"{"resource":"R","paramIdx":0,"count":1,"paramFlowItemList":[{"object":"a","count":1},{"object":"b","count":-2}]}"#,
             "paramFlowItemList[1].count",
             "must be ≥ 0, got -2",
         ),
         (
-            r#"{"resource":"R","paramIdx":0,"paramFlowItemList":[{"object":"4x","count":1,"classType":"int"}]}"#,
+            r#"{"resource":"R","paramIdx":0,"count":1,"paramFlowItemList":[{"object":"4x","count":1,"classType":"int"}]}"#,
             "paramFlowItemList[0].object",
             "is not a valid int: `4x`",
         ),
         (
-            r#"{"resource":"R","paramIdx":0,"paramFlowItemList":[{"object":"1","count":1,"classType":"i64"}]}"#,
+            r#"{"resource":"R","paramIdx":0,"count":1,"paramFlowItemList":[{"object":"1","count":1,"classType":"i64"}]}"#,
             "paramFlowItemList[0].object",
             "has an unknown classType `i64` (expected int, long, short, byte, double, float, boolean, char, java.lang.String or a Java class name)",
         ),
         (
-            r#"{"resource":"R","paramIdx":0,"paramFlowItemList":[{"object":"7","count":1,"classType":"int"},{"object":"7","count":2,"classType":"long"}]}"#,
+            r#"{"resource":"R","paramIdx":0,"count":1,"paramFlowItemList":[{"object":"7","count":1,"classType":"int"},{"object":"7","count":2,"classType":"long"}]}"#,
             "paramFlowItemList[1].object",
             "duplicates item 0 (Int(7))",
         ),
         (
-            r#"{"resource":"R","paramIdx":0,"clusterMode":true}"#,
+            r#"{"resource":"R","paramIdx":0,"count":1,"clusterMode":true}"#,
             "clusterConfig",
             "is required in cluster mode",
         ),
         (
-            r#"{"resource":"R","paramIdx":0,"clusterMode":true,"clusterConfig":{}}"#,
+            r#"{"resource":"R","paramIdx":0,"count":1,"clusterMode":true,"clusterConfig":{}}"#,
             "clusterConfig.flowId",
             "must be > 0, got 0",
         ),
         (
-            r#"{"resource":"R","paramIdx":0,"clusterMode":true,"clusterConfig":{"flowId":1,"thresholdType":2}}"#,
+            r#"{"resource":"R","paramIdx":0,"count":1,"clusterMode":true,"clusterConfig":{"flowId":1,"thresholdType":2}}"#,
             "clusterConfig.thresholdType",
             "must be 0 or 1, got 2",
         ),
         (
-            r#"{"resource":"R","paramIdx":0,"clusterMode":true,"clusterConfig":{"flowId":1,"sampleCount":3}}"#,
+            r#"{"resource":"R","paramIdx":0,"count":1,"clusterMode":true,"clusterConfig":{"flowId":1,"sampleCount":3}}"#,
             "clusterConfig.windowIntervalMs",
             "must be positive and divisible by sampleCount (1000 / 3)",
         ),
         (
-            r#"{"resource":"(","regex":true,"paramIdx":0}"#,
+            r#"{"resource":"(","regex":true,"paramIdx":0,"count":1}"#,
             "resource",
             "is not a valid regular expression",
         ),
         (
-            r#"{"resource":"R.*","regex":true,"paramIdx":0,"controlBehavior":2}"#,
+            r#"{"resource":"R.*","regex":true,"paramIdx":0,"count":1,"controlBehavior":2}"#,
             "regex",
             "regex rules must be local default rules",
         ),
     ];
     for (rule, field, reason) in cases {
-        let json = format!(r#"[{{"resource":"OK","paramIdx":0}},{rule}]"#);
+        let json = format!(r#"[{{"resource":"OK","paramIdx":0,"count":1}},{rule}]"#);
         match rejected(&fg, &json) {
             RuleError::Invalid {
                 index,

@@ -94,8 +94,8 @@ fn out_of_range_numbers_say_so() {
 }
 
 /// Text that would clear a type by accident is refused, and changes nothing: blank text, `null`, or a
-/// system list in which no rule sets a threshold (misspelled fields are ignored, so `[{"maxQps":10}]`
-/// protected nothing). `[]` clears.
+/// system list of rules that set no threshold (misspelled fields are not thresholds, so
+/// `[{"maxQps":10}]` protected nothing). `[]` clears.
 #[test]
 fn lists_that_would_clear_by_accident_are_refused() {
     let fg = Floodgate::default();
@@ -111,15 +111,65 @@ fn lists_that_would_clear_by_accident_are_refused() {
     let err = fg
         .load_rules_json(RuleType::System, r#"[{"maxQps":10}]"#)
         .unwrap_err();
-    assert!(
-        err.to_string().contains("no rule sets a threshold"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("sets no threshold"), "{err}");
     assert_eq!(fg.system_rules(), [SystemRule::new().qps(10.0)], "kept");
-    fg.load_rules_json(RuleType::System, r#"[{"qps":5},{}]"#)
-        .expect("an empty rule beside one that sets a threshold");
     fg.load_rules_json(RuleType::Flow, "[]").unwrap();
     assert!(fg.flow_rules().is_empty(), "[] clears");
+}
+
+/// A threshold that is absent, null or misspelt is refused, naming it: read as 0 it blocked every
+/// call (flow, hot-parameter) or opened the breaker on the first slow call (degrade), and a system
+/// rule without one protected nothing beside the others. The rules in force stay.
+#[test]
+fn a_missing_or_misspelt_threshold_is_refused() {
+    let fg = Floodgate::default();
+    let cases = [
+        (RuleType::Flow, r#""resource":"R""#),
+        (
+            RuleType::Degrade,
+            r#""resource":"R","grade":2,"timeWindow":1"#,
+        ),
+        (RuleType::ParamFlow, r#""resource":"R","paramIdx":0"#),
+    ];
+    for (rule_type, head) in cases {
+        let kept = format!("[{{{head},\"count\":3}}]");
+        fg.load_rules_json(rule_type, &kept).unwrap();
+        for count in ["", r#","count":null"#, r#","Count":20"#, r#","cnt":20"#] {
+            let json = format!("[{{{head},\"count\":1}},{{{head}{count}}}]");
+            let err = fg.load_rules_json(rule_type, &json).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                "rule 1: `count` is required",
+                "{rule_type}: {json}"
+            );
+            assert_eq!(fg.rule_count(rule_type), 1, "{rule_type}: kept");
+        }
+    }
+    fg.load_rules_json(RuleType::System, r#"[{"qps":5}]"#)
+        .unwrap();
+    for rules in [
+        r#"[{"qps":5},{"maxQps":10}]"#,
+        r#"[{"qps":5},{}]"#,
+        r#"[{"qps":5},{"highestSystemLoad":-1,"highestCpuUsage":-1,"qps":-1,"avgRt":-1,"maxThread":-1}]"#,
+    ] {
+        let err = fg.load_rules_json(RuleType::System, rules).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("rule 1: `(rule)` sets no threshold"),
+            "{rules}: {err}"
+        );
+    }
+    let err = fg.load_system_rules([SystemRule::new()]).unwrap_err();
+    assert!(err.to_string().contains("sets no threshold"), "{err}");
+    assert_eq!(fg.system_rules(), [SystemRule::new().qps(5.0)], "kept");
+    // An authority rule without its list of origins admits nobody or refuses nobody: refused too.
+    let err = fg
+        .load_rules_json(RuleType::Authority, r#"[{"resource":"R","strategy":1}]"#)
+        .unwrap_err();
+    assert!(
+        matches!(&err, RuleError::Invalid { index: 0, field, .. } if field == "limitApp"),
+        "{err}"
+    );
 }
 
 /// A whole number written with an exponent past ±9e15 is not exact as read: refused, saying how to

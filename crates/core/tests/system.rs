@@ -237,11 +237,11 @@ fn dimensions_are_checked_in_sentinels_order() {
 }
 
 #[test]
-fn rules_merge_by_minimum_and_any_rule_keeps_protection_on() {
+fn rules_merge_by_minimum_and_no_rule_turns_protection_off() {
     let (_clock, probe, fg) = engine();
     load(
         &fg,
-        r#"[{"qps":100,"maxThread":8},{"qps":50,"highestCpuUsage":0.9},{"avgRt":-1,"qps":-1}]"#,
+        r#"[{"qps":100,"maxThread":8},{"qps":50,"highestCpuUsage":0.9,"avgRt":-1}]"#,
     );
     let status = fg.system_status();
     assert_eq!(
@@ -263,14 +263,16 @@ fn rules_merge_by_minimum_and_any_rule_keeps_protection_on() {
         (Some(0.3), Some(0.2))
     );
 
-    // SY-03: Sentinel lets a trailing rule that sets nothing switch protection off.
-    load(&fg, r#"[{"qps":0},{}]"#);
-    assert_eq!(limit_type(&inbound(&fg).unwrap_err()), SystemLimitType::Qps);
-    load(
-        &fg,
+    // SY-03: Sentinel lets a trailing rule that sets nothing switch protection off. Such a rule is
+    // refused here, and the rules in force stay.
+    load(&fg, r#"[{"qps":0}]"#);
+    for rules in [
+        r#"[{"qps":0},{}]"#,
         r#"[{"qps":0},{"highestSystemLoad":-1,"highestCpuUsage":-1,"qps":-1,"avgRt":-1,"maxThread":-1}]"#,
-    );
-    assert!(inbound(&fg).is_err());
+    ] {
+        assert!(fg.load_rules_json(RuleType::System, rules).is_err());
+        assert_eq!(limit_type(&inbound(&fg).unwrap_err()), SystemLimitType::Qps);
+    }
     // An empty list turns it off.
     load(&fg, "[]");
     assert!(inbound(&fg).is_ok());
@@ -420,7 +422,7 @@ fn every_validation_error_names_the_rule_and_field_and_changes_nothing() {
             "rule 0: `qps` must be a finite number ≥ 0, or -1 for unset, got -2",
         ),
         (
-            r#"[{},{"highestSystemLoad":-0.9}]"#,
+            r#"[{"qps":5},{"highestSystemLoad":-0.9}]"#,
             "rule 1: `highestSystemLoad` must be a finite number ≥ 0, or -1 for unset, got -0.9",
         ),
         (

@@ -94,7 +94,10 @@ impl RuleFiles {
                 if if_changed && seen.get(&t.into()) == Some(&text) {
                     return Ok(());
                 }
-                let loaded = fg.load_rules_json(t, &text).map_err(|e| e.to_string());
+                let loaded = fg
+                    .load_rules_json(t, &text)
+                    .map(drop)
+                    .map_err(|e| e.to_string());
                 seen.insert(t.into(), text);
                 loaded
             }

@@ -12,12 +12,13 @@
 use std::sync::{Arc, Mutex};
 
 use regex::Regex;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::rule::AuthorityRule;
 use crate::engine::Resource;
 use crate::rules::{
-    Published, ResourceTable, RuleError, applicable, no_errors, push_matching, whole_name_regex,
+    Published, ResourceTable, RuleError, applicable, check_regex_count, compile_patterns,
+    no_errors, push_matching,
 };
 
 /// An immutable set of authority rules.
@@ -110,6 +111,7 @@ impl AuthorityRules {
 
     /// Validates `rules` and puts them in force; on error nothing changes.
     pub(crate) fn load(&self, rules: Vec<AuthorityRule>) -> Result<(), RuleError> {
+        check_regex_count(rules.iter().map(|r| r.regex))?;
         let checked: Vec<Result<(), RuleError>> = rules
             .iter()
             .enumerate()
@@ -123,20 +125,26 @@ impl AuthorityRules {
         let mut errors = conflicts(valid);
         errors.extend(checked.into_iter().filter_map(Result::err));
         no_errors(errors)?;
+        // The first rule of each pattern is the one in force (the others decide alike).
+        let mut patterns_seen = FxHashSet::default();
+        let patterns = compile_patterns(rules.iter().enumerate().map(|(index, rule)| {
+            let first = rule.regex && patterns_seen.insert(rule.resource.as_str());
+            (index, first.then_some(rule.resource.as_str()))
+        }))?;
         let mut exact: FxHashMap<Box<str>, Arc<AuthorityRule>> = FxHashMap::default();
         let mut regex: Vec<(Regex, Arc<AuthorityRule>)> = Vec::new();
         let mut in_order = Vec::with_capacity(rules.len());
-        for (index, rule) in rules.into_iter().enumerate() {
+        for (rule, pattern) in rules.into_iter().zip(patterns) {
             let rule = Arc::new(rule);
             in_order.push(rule.clone());
-            if rule.regex {
-                if !regex.iter().any(|(_, r)| r.resource == rule.resource) {
-                    regex.push((whole_name_regex(index, &rule.resource)?, rule));
+            match pattern {
+                Some(re) => regex.push((re, rule)),
+                None if !rule.regex => {
+                    exact
+                        .entry(Box::from(rule.resource.as_str()))
+                        .or_insert(rule);
                 }
-            } else {
-                exact
-                    .entry(Box::from(rule.resource.as_str()))
-                    .or_insert(rule);
+                None => {}
             }
         }
         let _guard = self.load_lock.lock().unwrap_or_else(|e| e.into_inner());

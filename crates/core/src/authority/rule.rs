@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::rules::{RuleError, RuleFields, check_origin_len, rule_head, whole_name_regex};
+use crate::rules::{Fields, RuleError, RuleFields, check_origin_len, check_pattern, rule_head};
 
 /// Whether an authority rule's list admits or refuses the origins it names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -141,10 +141,14 @@ impl AuthorityRule {
             check_origin_len(index, origin)?;
         }
         if self.regex {
-            whole_name_regex(index, &self.resource)?;
+            check_pattern(index, &self.resource)?;
         }
         Ok(())
     }
+
+    /// The JSON fields of Sentinel's `AuthorityRule`.
+    pub(crate) const FIELDS: Fields =
+        Fields::new(&["id", "resource", "limitApp", "regex", "strategy"], &[]);
 
     /// Reads a rule from Sentinel JSON.
     pub(crate) fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {

@@ -24,7 +24,10 @@ use super::observer::{BreakerStatus, Observers};
 use super::rule::DegradeRule;
 use crate::engine::Resource;
 use crate::keyed_hash::{KeyedMap, keyed_map};
-use crate::rules::{Published, ResourceTable, RuleError, RuleIndex, all_or_errors, carry_over};
+use crate::rules::{
+    Published, ResourceTable, RuleError, RuleIndex, all_or_errors, carry_over, check_regex_count,
+    compile_patterns,
+};
 
 /// The breakers of one rule.
 #[derive(Debug)]
@@ -237,12 +240,19 @@ impl DegradeRules {
 
     /// Validates `rules` and puts them in force; on error nothing changes.
     pub(crate) fn load(&self, rules: Vec<DegradeRule>) -> Result<(), RuleError> {
+        check_regex_count(rules.iter().map(|r| r.regex))?;
         all_or_errors(rules.iter().enumerate().map(|(i, r)| r.validate(i)))?;
         let _guard = self.load_lock.lock().unwrap_or_else(|e| e.into_inner());
         let old = self.snapshot.load_full();
         if old.in_order.len() == rules.len() && old.rules().zip(&rules).all(|(a, b)| a == b) {
             return Ok(());
         }
+        let patterns = compile_patterns(
+            rules
+                .iter()
+                .map(|r| r.regex.then_some(r.resource.as_str()))
+                .enumerate(),
+        )?;
         let in_order = carry_over(
             &old.in_order,
             rules,
@@ -262,10 +272,9 @@ impl DegradeRules {
                 None => RuleState::new(rule, &self.observers),
             },
         );
-        let index = RuleIndex::new(&in_order, |s| {
-            (s.rule.regex || !s.rule.is_default())
-                .then_some((s.rule.resource.as_str(), s.rule.regex))
-        })?;
+        let index = RuleIndex::new(in_order.iter().zip(patterns), |s| {
+            (!s.rule.is_default()).then_some(s.rule.resource.as_str())
+        });
         let defaults: Vec<Arc<RuleState>> = in_order
             .iter()
             .filter(|s| !s.rule.regex && s.rule.is_default())

@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::rules::{RuleError, RuleFields, check_rule_head, rule_head, whole_name_regex};
+use crate::rules::{Fields, RuleError, RuleFields, check_pattern, check_rule_head, rule_head};
 
 /// The resource name of a default rule: it applies to every resource without a degrade rule of its own.
 pub const DEFAULT_DEGRADE_RESOURCE: &str = "*";
@@ -191,10 +191,27 @@ impl DegradeRule {
             );
         }
         if self.regex {
-            whole_name_regex(index, &self.resource)?;
+            check_pattern(index, &self.resource)?;
         }
         Ok(())
     }
+
+    /// The JSON fields of Sentinel's `DegradeRule`.
+    pub(crate) const FIELDS: Fields = Fields::new(
+        &[
+            "id",
+            "resource",
+            "limitApp",
+            "regex",
+            "grade",
+            "count",
+            "timeWindow",
+            "minRequestAmount",
+            "slowRatioThreshold",
+            "statIntervalMs",
+        ],
+        &[],
+    );
 
     /// Reads a rule from Sentinel JSON.
     pub(crate) fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {
@@ -211,7 +228,7 @@ impl DegradeRule {
                 ));
             }
         };
-        let count = f.number("count")?.unwrap_or(0.0);
+        let count = f.required_number("count")?;
         let mut rule = DegradeRule::new(f.string("resource")?.unwrap_or_default(), grade, count);
         rule.id = f.integer("id")?;
         if let Some(app) = f.limit_app()? {

@@ -17,7 +17,10 @@ use super::{
     RejectController, ThrottlingController, WarmUpController, WarmUpRateLimiterController,
 };
 use crate::engine::Resource;
-use crate::rules::{Published, ResourceTable, RuleError, RuleIndex, all_or_errors, carry_over};
+use crate::rules::{
+    Published, ResourceTable, RuleError, RuleIndex, all_or_errors, carry_over, check_regex_count,
+    compile_patterns,
+};
 
 /// How a rule shapes traffic, with its state.
 #[derive(Debug)]
@@ -268,12 +271,19 @@ impl FlowRules {
 
     /// Validates `rules` and puts them in force; on error nothing changes.
     pub(crate) fn load(&self, rules: Vec<FlowRule>) -> Result<(), RuleError> {
+        check_regex_count(rules.iter().map(|r| r.regex))?;
         all_or_errors(rules.iter().enumerate().map(|(i, r)| r.validate(i)))?;
         let _guard = self.load_lock.lock().unwrap_or_else(|e| e.into_inner());
         let old = self.snapshot.load_full();
         if old.in_order.len() == rules.len() && old.rules().zip(&rules).all(|(a, b)| a == b) {
             return Ok(());
         }
+        let patterns = compile_patterns(
+            rules
+                .iter()
+                .map(|r| r.regex.then_some(r.resource.as_str()))
+                .enumerate(),
+        )?;
         let in_order = carry_over(
             &old.in_order,
             rules,
@@ -307,9 +317,9 @@ impl FlowRules {
                 rule: Arc::new(rule),
             },
         );
-        let index = RuleIndex::new(&in_order, |s| {
-            Some((s.rule.resource.as_str(), s.rule.regex))
-        })?;
+        let index = RuleIndex::new(in_order.iter().zip(patterns), |s| {
+            Some(s.rule.resource.as_str())
+        });
         let in_force = !in_order.is_empty();
         self.snapshot.store(
             Arc::new(FlowSnapshot {

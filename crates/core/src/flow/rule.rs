@@ -3,8 +3,8 @@
 use serde_json::{Map, Value, json};
 
 use crate::rules::{
-    ClusterFields, RuleError, RuleFields, check_cluster_fields, check_rule_head, rule_head,
-    whole_name_regex,
+    ClusterFields, Fields, RuleError, RuleFields, check_cluster_fields, check_pattern,
+    check_rule_head, rule_head,
 };
 
 /// What a flow rule counts.
@@ -257,7 +257,7 @@ impl FlowRule {
             return err("warmUpPeriodSec", "must be > 0 for warm-up".into());
         }
         if self.regex {
-            whole_name_regex(index, &self.resource)?;
+            check_pattern(index, &self.resource)?;
             if self.cluster_mode || behavior != ControlBehavior::Reject {
                 return err("regex", "regex rules must be local reject rules".into());
             }
@@ -285,6 +285,43 @@ impl FlowRule {
         Ok(())
     }
 
+    /// The JSON fields of Sentinel's `FlowRule` and its `ClusterFlowConfig`.
+    pub(crate) const FIELDS: Fields = Fields::new(
+        &[
+            "id",
+            "resource",
+            "limitApp",
+            "regex",
+            "grade",
+            "count",
+            "strategy",
+            "refResource",
+            "controlBehavior",
+            "warmUpPeriodSec",
+            "maxQueueingTimeMs",
+            "clusterMode",
+            "clusterConfig",
+        ],
+        &[(
+            "clusterConfig",
+            &Fields::new(
+                &[
+                    "flowId",
+                    "thresholdType",
+                    "fallbackToLocalWhenFail",
+                    "strategy",
+                    "sampleCount",
+                    "windowIntervalMs",
+                    "resourceTimeout",
+                    "resourceTimeoutStrategy",
+                    "acquireRefuseStrategy",
+                    "clientOfflineTime",
+                ],
+                &[],
+            ),
+        )],
+    );
+
     /// Reads a rule from Sentinel JSON.
     pub(crate) fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {
         let mut rule = FlowRule::new(f.string("resource")?.unwrap_or_default(), 0.0);
@@ -293,7 +330,7 @@ impl FlowRule {
             rule.limit_app = app.to_owned();
         }
         rule.grade = FlowGrade::read(&f)?;
-        rule.count = f.number("count")?.unwrap_or(0.0);
+        rule.count = f.required_number("count")?;
         rule.strategy = match f.integer("strategy")?.unwrap_or(0) {
             0 => FlowStrategy::Direct,
             1 => FlowStrategy::Relate,

@@ -26,7 +26,10 @@ use super::token_bucket::TokenBucket;
 use crate::engine::Resource;
 use crate::flow::{ControlBehavior, FlowGrade};
 use crate::param::{ParamValue, StoredValue};
-use crate::rules::{ResourceTable, RuleError, RuleIndex, all_or_errors, carry_over};
+use crate::rules::{
+    ResourceTable, RuleError, RuleIndex, all_or_errors, carry_over, check_regex_count,
+    compile_patterns,
+};
 
 /// Token buckets count in ms (Sentinel's windows); pacing counts in ns (FL-03).
 const NANOS_PER_MS: u64 = 1_000_000;
@@ -449,16 +452,20 @@ impl ParamFlowRules {
 
     /// Validates `rules` and puts them in force; on error nothing changes.
     pub(crate) fn load(&self, rules: Vec<ParamFlowRule>) -> Result<(), RuleError> {
+        check_regex_count(rules.iter().map(|r| r.regex))?;
         let validated = all_or_errors(
             rules
                 .into_iter()
                 .enumerate()
                 .map(|(index, rule)| Ok((rule.validate(index)?, rule))),
         )?;
+        // Each rule kept, with its position in the list.
         let mut parsed: Vec<(ParamFlowRule, Vec<(StoredValue, u32)>)> = Vec::new();
-        for (items, rule) in validated {
+        let mut positions: Vec<usize> = Vec::new();
+        for (position, (items, rule)) in validated.into_iter().enumerate() {
             if !parsed.iter().any(|(r, _)| *r == rule) {
                 parsed.push((rule, items));
+                positions.push(position);
             }
         }
         let _guard = self.load_lock.lock().unwrap_or_else(|e| e.into_inner());
@@ -467,6 +474,12 @@ impl ParamFlowRules {
         {
             return Ok(());
         }
+        let patterns = compile_patterns(
+            positions
+                .iter()
+                .zip(&parsed)
+                .map(|(&i, (r, _))| (i, r.regex.then_some(r.resource.as_str()))),
+        )?;
         let generation = old.generation + 1;
         let in_order = carry_over(
             &old.in_order,
@@ -484,9 +497,9 @@ impl ParamFlowRules {
                 )
             },
         );
-        let index = RuleIndex::new(&in_order, |s| {
-            Some((s.rule.resource.as_str(), s.rule.regex))
-        })?;
+        let index = RuleIndex::new(in_order.iter().zip(patterns), |s| {
+            Some(s.rule.resource.as_str())
+        });
         // A THREAD cache taken over from another rule counts against this rule's count from now.
         for state in in_order.iter().filter(|s| s.is_thread()) {
             state.cache.set_threshold(state.rule.count as i64);

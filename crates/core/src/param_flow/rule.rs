@@ -12,8 +12,8 @@ use serde_json::{Map, Value, json};
 use crate::flow::{ControlBehavior, FlowGrade};
 use crate::param::{ParamValue, StoredValue};
 use crate::rules::{
-    ClusterFields, RuleError, RuleFields, check_cluster_fields, check_rule_head, rule_head,
-    whole_name_regex,
+    ClusterFields, Fields, RuleError, RuleFields, check_cluster_fields, check_pattern,
+    check_rule_head, rule_head,
 };
 
 /// A value with its own threshold (Sentinel's `ParamFlowItem`).
@@ -323,7 +323,7 @@ impl ParamFlowRule {
             items.push((value, item.count));
         }
         if self.regex {
-            whole_name_regex(index, &self.resource)?;
+            check_pattern(index, &self.resource)?;
             if self.cluster_mode || self.paces() {
                 return err("regex", "regex rules must be local default rules".into());
             }
@@ -345,6 +345,46 @@ impl ParamFlowRule {
         Ok(items)
     }
 
+    /// The JSON fields of Sentinel's `ParamFlowRule`, its `ParamFlowItem`s and its
+    /// `ParamFlowClusterConfig`.
+    pub(crate) const FIELDS: Fields = Fields::new(
+        &[
+            "id",
+            "resource",
+            "limitApp",
+            "regex",
+            "grade",
+            "paramIdx",
+            "count",
+            "controlBehavior",
+            "maxQueueingTimeMs",
+            "burstCount",
+            "durationInSec",
+            "paramFlowItemList",
+            "clusterMode",
+            "clusterConfig",
+        ],
+        &[
+            (
+                "paramFlowItemList",
+                &Fields::new(&["object", "count", "classType"], &[]),
+            ),
+            (
+                "clusterConfig",
+                &Fields::new(
+                    &[
+                        "flowId",
+                        "thresholdType",
+                        "fallbackToLocalWhenFail",
+                        "sampleCount",
+                        "windowIntervalMs",
+                    ],
+                    &[],
+                ),
+            ),
+        ],
+    );
+
     /// Reads a rule from Sentinel JSON.
     pub(crate) fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {
         let Some(param_idx) = f.int_in::<i32>("paramIdx")? else {
@@ -353,7 +393,7 @@ impl ParamFlowRule {
         let mut rule = ParamFlowRule::new(
             f.string("resource")?.unwrap_or_default(),
             param_idx,
-            f.number("count")?.unwrap_or(0.0),
+            f.required_number("count")?,
         );
         rule.id = f.integer("id")?;
         if let Some(app) = f.limit_app()? {

@@ -38,6 +38,14 @@ pub(crate) fn parse_rule_items(json: &str) -> Result<Vec<RuleItem>, RuleError> {
         .collect())
 }
 
+/// Whether each item sets `regex` to `true`, in list order: what the regex cap counts before any rule
+/// is read further.
+pub(crate) fn regex_flags(items: &[RuleItem]) -> impl Iterator<Item = bool> + '_ {
+    items
+        .iter()
+        .map(|item| matches!(item, Ok(map) if map.get("regex") == Some(&Value::Bool(true))))
+}
+
 /// Writes rules as a JSON array.
 pub(crate) fn to_json_array(rules: impl IntoIterator<Item = Map<String, Value>>) -> String {
     Value::Array(rules.into_iter().map(Value::Object).collect()).to_string()
@@ -147,6 +155,13 @@ impl<'a> RuleFields<'a> {
                 .ok_or_else(|| self.error(field, "is not a representable number")),
             Some(v) => Err(self.error(field, format!("must be a number, got {}", kind(v)))),
         }
+    }
+
+    /// A number field that must be set: absent or null, it is an error (a threshold that defaulted to
+    /// 0 would block everything, and a misspelt one is absent).
+    pub(crate) fn required_number(&self, field: &str) -> Result<f64, RuleError> {
+        self.number(field)?
+            .ok_or_else(|| self.error(field, "is required"))
     }
 
     /// A whole-number field (`10` or `10.0`).
@@ -271,6 +286,11 @@ mod tests {
             "rule 0: `s` must be a number, got a string"
         );
         assert_eq!(f.number("missing").unwrap(), None);
+        assert_eq!(f.required_number("c2").unwrap(), 20.0);
+        assert_eq!(
+            f.required_number("missing").unwrap_err().to_string(),
+            "rule 0: `missing` is required"
+        );
     }
 
     #[test]

@@ -3,27 +3,45 @@
 //!
 //! Rules are loaded as a whole list. Any invalid rule rejects the list (the error names its index, the
 //! field and why) and the rules in force stay in force; Sentinel silently drops invalid rules instead.
+//! A list holds at most 100 regex rules, each pattern at most 512 bytes (and 256 KiB compiled): a
+//! longer list is refused before any pattern is compiled.
 //! The JSON is Sentinel's (fastjson-compatible): camelCase names, `20` and `20.0` both accepted for
-//! numbers, unknown fields ignored on input, nulls omitted on output.
+//! numbers, nulls omitted on output. A threshold is required (`count` of flow, degrade and
+//! hot-parameter rules: read as 0 it blocked everything; at least one dimension of a system rule). A
+//! field that rules of the kind do not have (none of the fields of Sentinel's rule class) is ignored
+//! and reported as a [`RuleWarning`] of the [`RuleLoad`], naming the rule and the field: a misspelt
+//! optional field (`warmUpPeriodSecs`) does not refuse a list a newer Sentinel might send, but is not
+//! silent either.
 
 mod checks;
+mod fields;
 mod json;
+mod pattern;
 mod published;
 mod reload;
 mod resource_table;
 mod rule_index;
+mod warning;
 
 use std::fmt;
 use std::str::FromStr;
 
 use thiserror::Error;
 
+pub use warning::{RuleLoad, RuleWarning};
+
 pub(crate) use checks::{ClusterFields, check_cluster_fields, check_origin_len, check_rule_head};
+pub(crate) use fields::Fields;
 #[cfg(test)]
 pub(crate) use json::parse_rule_array;
-pub(crate) use json::{RuleFields, RuleItem, parse_rule_items, rule_head, to_json_array};
+pub(crate) use json::{
+    RuleFields, RuleItem, parse_rule_items, regex_flags, rule_head, to_json_array,
+};
+#[cfg(test)]
+pub(crate) use pattern::whole_name_regex;
+pub(crate) use pattern::{check_pattern, check_regex_count, compile_patterns};
 pub(crate) use published::Published;
-pub(crate) use reload::{carry_over, whole_name_regex};
+pub(crate) use reload::carry_over;
 pub(crate) use resource_table::ResourceTable;
 pub(crate) use rule_index::{RuleIndex, applicable, push_matching};
 

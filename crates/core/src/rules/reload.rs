@@ -1,46 +1,6 @@
-//! What every rule manager does on a reload: compile regex resources the way Sentinel matches them, and
-//! carry the state of unchanged rules over to the new list.
+//! What every rule manager does on a reload: carry the state of unchanged rules over to the new list.
 
 use std::sync::Arc;
-
-use regex::{Regex, RegexBuilder};
-
-use super::RuleError;
-
-/// The largest compiled size of a resource pattern (the regex crate's default is 10 MiB). A few
-/// characters such as `\w{200}` compile to megabytes of Unicode classes; a list of them would take
-/// the process's memory and the loading thread's time. Names of resources need far less than this.
-pub(crate) const MAX_PATTERN_COMPILED_BYTES: usize = 256 * 1024;
-
-fn compile(pattern: &str) -> Result<Regex, regex::Error> {
-    RegexBuilder::new(pattern)
-        .size_limit(MAX_PATTERN_COMPILED_BYTES)
-        .build()
-}
-
-/// A regex rule's `resource`, compiled to match whole resource names (Java's `Matcher.matches()`, which
-/// Sentinel uses), not any substring.
-pub(crate) fn whole_name_regex(index: usize, resource: &str) -> Result<Regex, RuleError> {
-    let invalid = |e: regex::Error| match e {
-        regex::Error::CompiledTooBig(_) => RuleError::invalid(
-            index,
-            "resource",
-            format!(
-                "is a regular expression too large to compile (over {} KiB)",
-                MAX_PATTERN_COMPILED_BYTES / 1024
-            ),
-        ),
-        e => RuleError::invalid(
-            index,
-            "resource",
-            format!("is not a valid regular expression: {e}"),
-        ),
-    };
-    // The pattern alone first: wrapped unchecked, an unbalanced one (`a)|(?:b`) would close the
-    // anchoring group itself and match a prefix instead of the whole name.
-    compile(resource).map_err(invalid)?;
-    compile(&format!("^(?:{resource})$")).map_err(invalid)
-}
 
 /// The states for the `new` rule list: each rule equal to one in force (`same`) takes that rule's state,
 /// each old state at most once (so duplicates never share one); the others get `fresh` state, made with
@@ -82,19 +42,6 @@ pub(crate) fn carry_over<T, S>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn regexes_match_whole_names() {
-        let re = whole_name_regex(0, "GET:/api/.*").unwrap();
-        assert!(re.is_match("GET:/api/a"));
-        assert!(!re.is_match("x-GET:/api/a"));
-        assert!(
-            whole_name_regex(3, "(")
-                .unwrap_err()
-                .to_string()
-                .starts_with("rule 3: `resource`")
-        );
-    }
 
     #[test]
     fn unchanged_rules_keep_their_state_once_each() {

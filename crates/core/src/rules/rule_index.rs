@@ -9,7 +9,8 @@ use std::sync::Arc;
 use regex::Regex;
 use rustc_hash::FxHashMap;
 
-use super::{RuleError, whole_name_regex};
+#[cfg(test)]
+use super::whole_name_regex;
 
 /// Rules by resource name, and regex rules, each in load order.
 #[derive(Debug)]
@@ -28,30 +29,29 @@ impl<S> Default for RuleIndex<S> {
 }
 
 impl<S> RuleIndex<S> {
-    /// Indexes `states` (the rules in load order, so a regex error names the rule's index); `key` gives a
-    /// state's resource and whether it is a regex, or `None` to leave it out (degrade's `"*"` rules).
+    /// Indexes `states`, the rules in load order, each with its compiled pattern when it is a regex
+    /// rule; `name` gives the resource of a rule on a name, or `None` to leave it out (degrade's `"*"`
+    /// rules).
     pub(crate) fn new<'s>(
-        states: impl IntoIterator<Item = &'s Arc<S>>,
-        key: impl Fn(&S) -> Option<(&str, bool)>,
-    ) -> Result<Self, RuleError>
+        states: impl IntoIterator<Item = (&'s Arc<S>, Option<Regex>)>,
+        name: impl Fn(&S) -> Option<&str>,
+    ) -> Self
     where
         S: 's,
     {
         let mut index = RuleIndex::default();
-        for (position, state) in states.into_iter().enumerate() {
-            match key(state) {
-                Some((resource, true)) => index
-                    .regex
-                    .push((whole_name_regex(position, resource)?, state.clone())),
-                Some((resource, false)) => index
+        for (state, pattern) in states {
+            match (pattern, name(state)) {
+                (Some(re), _) => index.regex.push((re, state.clone())),
+                (None, Some(resource)) => index
                     .exact
                     .entry(Box::from(resource))
                     .or_default()
                     .push(state.clone()),
-                None => {}
+                (None, None) => {}
             }
         }
-        Ok(index)
+        index
     }
 
     /// The rules of the resource `name`.
@@ -142,10 +142,13 @@ mod tests {
     fn the_index_keeps_load_order_and_leaves_out_what_it_is_told_to() {
         let rules = [("a", false), ("a", false), ("a.*", true), ("*", false)]
             .map(|(resource, regex)| Arc::new((resource, regex)));
-        let index = RuleIndex::new(&rules, |&(resource, regex)| {
-            (resource != "*").then_some((resource, regex))
-        })
-        .unwrap();
+        let patterns = rules
+            .iter()
+            .enumerate()
+            .map(|(i, r)| r.1.then(|| whole_name_regex(i, r.0).unwrap()));
+        let index = RuleIndex::new(rules.iter().zip(patterns), |&(resource, _)| {
+            (resource != "*").then_some(resource)
+        });
         let order = |name| {
             index
                 .applicable(name)
@@ -156,8 +159,5 @@ mod tests {
         assert_eq!(order("a"), [0, 1, 2]);
         assert_eq!(order("ab"), [2]);
         assert!(order("*").is_empty() && !index.has_rules("*") && index.has_rules("ab"));
-        let bad = [Arc::new(("(", true))];
-        let error = RuleIndex::new(&bad, |&(r, x)| Some((r, x))).unwrap_err();
-        assert!(error.to_string().contains("rule 0"), "{error}");
     }
 }

@@ -150,19 +150,8 @@ impl SystemRules {
     /// Validates `rules` and puts them in force; on error nothing changes.
     pub(crate) fn load(&self, rules: Vec<SystemRule>) -> Result<(), RuleError> {
         all_or_errors(rules.iter().enumerate().map(|(i, r)| r.validate(i)))?;
-        let listed = !rules.is_empty();
+        // Every rule sets a threshold, so a list protects something unless it is `[]`, which clears.
         let snapshot = SystemSnapshot::new(rules);
-        if listed && !snapshot.is_active() {
-            // Rules that protect nothing, most likely misspelled fields (`maxQps`, ignored): refused,
-            // rather than switching protection off quietly. A rule that sets nothing beside others that
-            // do is harmless (SY-03), and `[]` clears.
-            return Err(RuleError::invalid(
-                0,
-                "(rule)",
-                "no rule sets a threshold (highestSystemLoad, highestCpuUsage, qps, avgRt, maxThread); \
-                 send [] to clear",
-            ));
-        }
         if snapshot.thresholds.reads_probe() {
             self.probe.start();
         }

@@ -1,6 +1,7 @@
 //! `SystemRule`: thresholds for the whole process's inbound traffic (Sentinel's `SystemRule`).
 //!
-//! A rule sets any of five dimensions; an unset dimension is `None` here and `-1` (or absent) in JSON:
+//! A rule sets at least one of five dimensions; an unset dimension is `None` here and `-1` (or absent)
+//! in JSON:
 //!
 //! | JSON | field | meaning |
 //! |---|---|---|
@@ -12,12 +13,14 @@
 //!
 //! Several rules merge by the minimum per dimension (see [`SystemThresholds`](super::SystemThresholds)).
 //! Where Sentinel ignores a CPU threshold above 1 and lets the last rule of a list decide whether system
-//! protection is on at all (SY-03), Floodgate rejects an invalid rule with an error naming it, and a
-//! dimension is on whenever any rule sets it.
+//! protection is on at all (a trailing rule that sets nothing turned it off), Floodgate rejects an
+//! invalid rule with an error naming it, and a dimension is on whenever any rule sets it. A rule that
+//! sets no dimension is refused: it protects nothing, and in JSON it is most likely a misspelt
+//! threshold (`maxQps`, which is not a field).
 
 use serde_json::{Map, Value, json};
 
-use crate::rules::{RuleError, RuleFields};
+use crate::rules::{Fields, RuleError, RuleFields};
 
 /// A system rule. Build one with the setters:
 ///
@@ -44,7 +47,7 @@ pub struct SystemRule {
 }
 
 impl SystemRule {
-    /// A rule that sets nothing.
+    /// A rule that sets nothing yet (a rule must set at least one threshold to load).
     pub fn new() -> Self {
         SystemRule::default()
     }
@@ -122,8 +125,46 @@ impl SystemRule {
                 ));
             }
         }
+        let SystemRule {
+            id: _,
+            highest_system_load,
+            highest_cpu_usage,
+            qps,
+            avg_rt,
+            max_thread,
+        } = self;
+        if highest_system_load.is_none()
+            && highest_cpu_usage.is_none()
+            && qps.is_none()
+            && avg_rt.is_none()
+            && max_thread.is_none()
+        {
+            return Err(RuleError::invalid(
+                index,
+                "(rule)",
+                "sets no threshold: set highestSystemLoad, highestCpuUsage, qps, avgRt or maxThread \
+                 (-1 is unset)",
+            ));
+        }
         Ok(())
     }
+
+    /// The JSON fields of Sentinel's `SystemRule` (which has a rule's `resource`, `limitApp` and
+    /// `regex` too, and ignores them).
+    pub(crate) const FIELDS: Fields = Fields::new(
+        &[
+            "id",
+            "resource",
+            "limitApp",
+            "regex",
+            "highestSystemLoad",
+            "highestCpuUsage",
+            "qps",
+            "avgRt",
+            "maxThread",
+        ],
+        &[],
+    );
 
     /// Reads a rule from Sentinel JSON: `-1` or an absent field is unset; another negative value is an
     /// error.

@@ -1,0 +1,104 @@
+//! The JSON fields each rule kind has, so that a load can report the others: every field of
+//! Sentinel's rule class for the kind (what Sentinel writes and reads), nested objects included.
+
+use serde_json::{Map, Value};
+
+use super::RuleWarning;
+
+/// The fields of one kind of JSON object, and the shape of those that hold objects (an object, or an
+/// array of them).
+#[derive(Debug)]
+pub(crate) struct Fields {
+    names: &'static [&'static str],
+    nested: &'static [(&'static str, &'static Fields)],
+}
+
+impl Fields {
+    /// Objects with the fields `names`; `nested` gives the shape of the ones holding objects.
+    pub(crate) const fn new(
+        names: &'static [&'static str],
+        nested: &'static [(&'static str, &'static Fields)],
+    ) -> Self {
+        Fields { names, nested }
+    }
+
+    /// Appends to `out` a warning for each field of rule `index` (the object `map`) that is not one of
+    /// these, then for the unknown fields of its nested objects. A nested field that is not an object
+    /// (or an array of objects) is left to the parser, which refuses it.
+    pub(crate) fn unknown(
+        &self,
+        index: usize,
+        map: &Map<String, Value>,
+        out: &mut Vec<RuleWarning>,
+    ) {
+        self.unknown_under(index, "", map, out);
+    }
+
+    fn unknown_under(
+        &self,
+        index: usize,
+        prefix: &str,
+        map: &Map<String, Value>,
+        out: &mut Vec<RuleWarning>,
+    ) {
+        let path = |field: &str| {
+            if prefix.is_empty() {
+                field.to_owned()
+            } else {
+                format!("{prefix}.{field}")
+            }
+        };
+        for (field, value) in map {
+            if !self.names.contains(&field.as_str()) {
+                out.push(RuleWarning::unknown_field(index, path(field)));
+                continue;
+            }
+            let Some((_, shape)) = self.nested.iter().find(|(name, _)| name == field) else {
+                continue;
+            };
+            match value {
+                Value::Object(inner) => shape.unknown_under(index, &path(field), inner, out),
+                Value::Array(items) => {
+                    for (i, item) in items.iter().enumerate() {
+                        if let Value::Object(inner) = item {
+                            shape.unknown_under(index, &path(&format!("{field}[{i}]")), inner, out);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ITEM: Fields = Fields::new(&["object", "count"], &[]);
+    const CONFIG: Fields = Fields::new(&["flowId"], &[]);
+    const RULE: Fields = Fields::new(
+        &["resource", "items", "config"],
+        &[("items", &ITEM), ("config", &CONFIG)],
+    );
+
+    #[test]
+    fn unknown_fields_are_named_by_their_path() {
+        let json = r#"{"resource":"R","Count":1,"config":{"flowId":1,"flowID":2},
+            "items":[{"object":"a","count":1},5,{"value":"b"}]}"#;
+        let Value::Object(map) = serde_json::from_str(json).unwrap() else {
+            unreachable!()
+        };
+        let mut out = Vec::new();
+        RULE.unknown(7, &map, &mut out);
+        let fields: Vec<String> = out.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            fields,
+            [
+                "rule 7: unknown field `Count` (ignored)",
+                "rule 7: unknown field `config.flowID` (ignored)",
+                "rule 7: unknown field `items[2].value` (ignored)",
+            ]
+        );
+    }
+}
