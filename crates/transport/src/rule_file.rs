@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use floodgate_core::{Floodgate, RuleType};
+use floodgate_core::{Floodgate, RuleLoad, RuleType};
 use notify::{Event, RecommendedWatcher, RecursiveMode, Watcher};
 
 use crate::config::RuleTypeKey;
@@ -129,16 +129,16 @@ impl RuleFiles {
     }
 
     /// Loads `json` (rules of `t`) into `fg` and writes the rules then in force to the file of `t`, with
-    /// no reload from the file in between. A rejected list changes nothing; `Ok(Err(_))`: loaded, but
-    /// the file could not be written.
+    /// no reload from the file in between. A rejected list changes nothing; `Ok((load, Err(_)))`:
+    /// loaded (with `load`'s warnings), but the file could not be written.
     pub fn load_and_write(
         &self,
         fg: &Floodgate,
         t: RuleType,
         json: &str,
-    ) -> Result<std::io::Result<()>, floodgate_core::RuleError> {
+    ) -> Result<(RuleLoad, std::io::Result<()>), floodgate_core::RuleError> {
         let _sync = self.sync.lock().unwrap_or_else(|e| e.into_inner());
-        fg.load_rules_json(t, json)?;
+        let load = fg.load_rules_json(t, json)?;
         let written = self.write_unsynced(t, &fg.rules_json(t));
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
         match &written {
@@ -160,7 +160,7 @@ impl RuleFiles {
                 }
             },
         }
-        Ok(written.map(drop))
+        Ok((load, written.map(drop)))
     }
 
     /// Writes `json` (the rules of `t`) to its file, atomically; nothing to do without a file.
@@ -309,7 +309,8 @@ mod tests {
         let fg = Floodgate::default();
         let written = files
             .load_and_write(&fg, RuleType::Flow, r#"[{"resource":"r","count":1}]"#)
-            .unwrap();
+            .unwrap()
+            .1;
         assert!(written.is_err());
         assert_eq!(fg.flow_rules().len(), 1, "loaded all the same");
         assert!(files.seen.lock().unwrap().is_empty(), "forgotten");

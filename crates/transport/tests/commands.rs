@@ -1105,3 +1105,77 @@ fn tokenless_from_needs_a_token() {
         "{err}"
     );
 }
+
+/// Fields a rule kind does not have are ignored and named after `success`, at most 20 of them; a
+/// list as Sentinel's dashboard builds it answers the exact `success` that dashboard requires; a rule
+/// whose threshold is missing or misspelt is refused, not loaded as a limit of 0.
+#[test]
+fn set_rules_names_the_fields_it_ignored_and_refuses_a_missing_count() {
+    let (_clock, fg) = engine();
+    let agent = builder(&fg).start().unwrap();
+    let addr = agent.local_addr();
+    let (status, answer) = post(
+        addr,
+        "setRules",
+        &[
+            ("type", "flow"),
+            ("data", r#"[{"resource":"a","count":5,"strategyy":1}]"#),
+        ],
+    );
+    assert_eq!(
+        (status, answer.as_str()),
+        (
+            200,
+            "success\nwarning: rule 0: unknown field `strategyy` (ignored)"
+        )
+    );
+    assert_eq!(fg.flow_rules()[0].count, 5.0);
+
+    let java = r#"[{"clusterMode":false,"controlBehavior":0,"count":20.0,"grade":1,"limitApp":"default","maxQueueingTimeMs":500,"regex":false,"resource":"GET:/api/hello","strategy":0,"warmUpPeriodSec":10}]"#;
+    assert_eq!(
+        post(addr, "setRules", &[("type", "flow"), ("data", java)]),
+        (200, "success".to_owned())
+    );
+
+    let many: Vec<String> = (0..25)
+        .map(|i| format!(r#"{{"resource":"r{i}","count":1,"extra{i}":true}}"#))
+        .collect();
+    let (status, answer) = post(
+        addr,
+        "setRules",
+        &[("type", "flow"), ("data", &format!("[{}]", many.join(",")))],
+    );
+    assert_eq!(status, 200);
+    let lines: Vec<&str> = answer.lines().collect();
+    assert_eq!(lines.len(), 22, "{answer}");
+    assert_eq!(lines[0], "success");
+    assert_eq!(
+        lines[20],
+        "warning: rule 19: unknown field `extra19` (ignored)"
+    );
+    assert_eq!(lines[21], "warning: and 5 more");
+
+    for data in [
+        r#"[{"resource":"x","Count":20}]"#,
+        r#"[{"resource":"x","count":null}]"#,
+    ] {
+        let (status, answer) = post(addr, "setRules", &[("type", "flow"), ("data", data)]);
+        assert_eq!(status, 400, "{data}: {answer}");
+        assert!(answer.starts_with("rule 0: `count`"), "{data}: {answer}");
+    }
+    let (status, answer) = post(
+        addr,
+        "setRules",
+        &[
+            ("type", "degrade"),
+            ("data", r#"[{"resource":"x","grade":2}]"#),
+        ],
+    );
+    assert_eq!(status, 400, "{answer}");
+    assert!(answer.starts_with("rule 0: `count`"), "{answer}");
+    assert_eq!(
+        fg.flow_rules().len(),
+        25,
+        "the refused lists changed nothing"
+    );
+}

@@ -3,9 +3,10 @@
 //! A rule list with an invalid rule answers 400 with the error (rule index, field, reason) and changes
 //! nothing. An accepted list is written to the rule file of its type, if one is configured, so that the
 //! rules survive a restart; a failed write answers `partial success (write data source failed)` as
-//! Sentinel does.
+//! Sentinel does. Fields the rules of the type do not have are ignored, and named on lines after the
+//! answer's first (``warning: rule 0: unknown field `strategyy` (ignored)``).
 
-use floodgate_core::RuleType;
+use floodgate_core::{RuleLoad, RuleType};
 use serde_json::{Value, json};
 
 use super::{CommandError, CommandState, Params};
@@ -43,13 +44,33 @@ async fn load(state: &CommandState, t: RuleType, data: &str) -> Result<String, C
         tracing::error!(rule_type = %t, error = %e, "a rule load failed");
         CommandError::internal("the rule load failed")
     })?;
-    let written = loaded.map_err(|e| CommandError::bad_request(e.to_string()))?;
-    match written {
-        Ok(()) => Ok("success".to_owned()),
+    let (load, written) = loaded.map_err(|e| CommandError::bad_request(e.to_string()))?;
+    let mut answer = match written {
+        Ok(()) => "success".to_owned(),
         Err(e) => {
             tracing::warn!(rule_type = %t, error = %e, "rules loaded but not written to their file");
-            Ok("partial success (write data source failed)".to_owned())
+            "partial success (write data source failed)".to_owned()
         }
+    };
+    append_warnings(&mut answer, &load);
+    Ok(answer)
+}
+
+/// The most warning lines an answer carries (the engine logs the same number, then how many more).
+const MAX_WARNING_LINES: usize = 20;
+
+/// Appends one `warning: …` line per field the load ignored (at most [`MAX_WARNING_LINES`], then
+/// how many more). Sentinel's dashboard sends only fields its rules have, so its answers stay the
+/// exact `success` it requires.
+fn append_warnings(answer: &mut String, load: &RuleLoad) {
+    let warnings = load.warnings();
+    for warning in warnings.iter().take(MAX_WARNING_LINES) {
+        answer.push_str("\nwarning: ");
+        answer.push_str(&warning.to_string());
+    }
+    if warnings.len() > MAX_WARNING_LINES {
+        let more = warnings.len() - MAX_WARNING_LINES;
+        answer.push_str(&format!("\nwarning: and {more} more"));
     }
 }
 
