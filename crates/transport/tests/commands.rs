@@ -1179,3 +1179,37 @@ fn set_rules_names_the_fields_it_ignored_and_refuses_a_missing_count() {
         "the refused lists changed nothing"
     );
 }
+
+/// A mebibyte of the patterns that once took the agent's memory and thread (`\w{200}|x…` compiles
+/// to megabytes) is refused as a whole, for holding more regex rules than a list may, without
+/// compiling one; the rules in force stay and the agent answers the next call.
+#[test]
+fn a_mebibyte_of_hostile_regex_rules_is_refused_and_the_agent_answers_on() {
+    let (_clock, fg) = engine();
+    let agent = builder(&fg).max_body_bytes(8 << 20).start().unwrap();
+    let addr = agent.local_addr();
+    let kept = r#"[{"resource":"kept","count":5}]"#;
+    assert_eq!(
+        post(addr, "setRules", &[("type", "flow"), ("data", kept)]),
+        (200, "success".to_owned())
+    );
+    let mut rules = Vec::new();
+    let mut len = 0;
+    while len < 1 << 20 {
+        let rule = format!(
+            r#"{{"resource":"\\w{{200}}|x{}","regex":true,"count":1}}"#,
+            rules.len()
+        );
+        len += rule.len() + 1;
+        rules.push(rule);
+    }
+    let list = format!("[{}]", rules.join(","));
+    let (status, answer) = post(addr, "setRules", &[("type", "flow"), ("data", &list)]);
+    assert_eq!(status, 400, "{answer}");
+    assert!(answer.starts_with("rule 100: `regex`"), "{answer}");
+    let (status, in_force) = get(addr, "getRules?type=flow");
+    assert_eq!(status, 200);
+    let in_force: Value = serde_json::from_str(&in_force).unwrap();
+    assert_eq!(in_force.as_array().unwrap().len(), 1);
+    assert_eq!(in_force[0]["resource"], "kept");
+}

@@ -5,6 +5,11 @@ use serde_json::{Map, Value};
 
 use super::RuleWarning;
 
+/// The fields Sentinel's dashboard keeps beside a rule's own (its rule entities: the app, the machine
+/// and the times of creation and change). Lists exported from that dashboard, or pushed by it to a
+/// configuration centre, carry them on every rule: they are known, and ignored without a warning.
+const DASHBOARD_ENTITY_FIELDS: [&str; 5] = ["app", "ip", "port", "gmtCreate", "gmtModified"];
+
 /// The fields of one kind of JSON object, and the shape of those that hold objects (an object, or an
 /// array of them).
 #[derive(Debug)]
@@ -49,6 +54,9 @@ impl Fields {
             }
         };
         for (field, value) in map {
+            if prefix.is_empty() && DASHBOARD_ENTITY_FIELDS.contains(&field.as_str()) {
+                continue;
+            }
             if !self.names.contains(&field.as_str()) {
                 out.push(RuleWarning::unknown_field(index, path(field)));
                 continue;
@@ -100,5 +108,20 @@ mod tests {
                 "rule 7: unknown field `items[2].value` (ignored)",
             ]
         );
+    }
+
+    /// Regression test for rules exported from Sentinel's dashboard (its entities) warning on
+    /// every rule: the entity's own fields are known at the top level, and only there.
+    #[test]
+    fn the_dashboard_entity_fields_are_known_at_the_top_level() {
+        let json = r#"{"resource":"R","app":"shop","ip":"10.0.0.1","port":8719,
+            "gmtCreate":1700000000000,"gmtModified":1700000000000,"config":{"app":"x"}}"#;
+        let Value::Object(map) = serde_json::from_str(json).unwrap() else {
+            unreachable!()
+        };
+        let mut out = Vec::new();
+        RULE.unknown(0, &map, &mut out);
+        let fields: Vec<String> = out.iter().map(ToString::to_string).collect();
+        assert_eq!(fields, ["rule 0: unknown field `config.app` (ignored)"]);
     }
 }
