@@ -305,3 +305,57 @@ async fn refusals_change_nothing() {
     assert_eq!(d.state().db.rule_version(1, "flow").await.unwrap(), None);
     d.shutdown().await;
 }
+
+/// A field rules of the type do not have is left out of what is saved and named in the answer; a
+/// rule without its threshold is refused naming `count` (it would otherwise block everything).
+#[tokio::test]
+async fn unknown_fields_are_named_and_a_missing_count_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = start(&dir).await;
+    let router = d.router();
+    let admin = Api::login(&router, "admin", PASSWORD).await;
+
+    let (status, created) = admin
+        .call(
+            "POST",
+            "/api/apps/orders/rules/flow",
+            Some(json!({"resource": "GET:/a", "count": 20, "strategyy": 1})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    assert_eq!(
+        created["warnings"],
+        json!([{"field": "strategyy", "message": "is not a field of these rules, and was left out"}])
+    );
+    assert!(created["rule"]["rule"].get("strategyy").is_none());
+
+    let (status, replaced) = admin
+        .call(
+            "PUT",
+            "/api/apps/orders/rules/flow",
+            Some(json!([
+                {"resource": "GET:/a", "count": 20},
+                {"resource": "GET:/b", "count": 5, "clusterConfig": {"flowID": 3}},
+            ])),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{replaced}");
+    assert_eq!(replaced["warnings"][0]["index"], 1);
+    assert_eq!(replaced["warnings"][0]["field"], "clusterConfig.flowID");
+
+    for rule in [
+        json!({"resource": "GET:/c", "Count": 20}),
+        json!({"resource": "GET:/c", "count": null}),
+    ] {
+        let (status, err) = admin
+            .call("POST", "/api/apps/orders/rules/flow", Some(rule.clone()))
+            .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{rule}: {err}");
+        assert_eq!(err["field"], "count", "{rule}: {err}");
+    }
+    assert_eq!(
+        flow_rules(&admin).await.len(),
+        2,
+        "the refused rules changed nothing"
+    );
+}

@@ -75,7 +75,7 @@ fn unknown_fields_are_named_by_rule_and_path_and_the_list_loads() {
         .load_rules_json(
             RuleType::ParamFlow,
             r#"[{"resource":"A","paramIdx":0,"count":5},
-                {"resource":"B","paramIdx":0,"count":5,"app":"shop","gmtCreate":null,
+                {"resource":"B","paramIdx":0,"count":5,"app":"shop","gmtCreate":null,"burst":3,"Count":1,
                  "paramFlowItemList":[{"object":"1","count":2},{"object":"2","count":3,"kind":"x"}],
                  "clusterMode":false,"clusterConfig":{"flowId":1,"flowID":2}}]"#,
         )
@@ -84,14 +84,14 @@ fn unknown_fields_are_named_by_rule_and_path_and_the_list_loads() {
     assert_eq!(
         texts,
         [
-            "rule 1: unknown field `app` (ignored)",
+            "rule 1: unknown field `Count` (ignored)",
+            "rule 1: unknown field `burst` (ignored)",
             "rule 1: unknown field `clusterConfig.flowID` (ignored)",
-            "rule 1: unknown field `gmtCreate` (ignored)",
             "rule 1: unknown field `paramFlowItemList[1].kind` (ignored)",
         ]
     );
     assert!(
-        matches!(&load.warnings()[1], RuleWarning::UnknownField { index: 1, field, .. }
+        matches!(&load.warnings()[2], RuleWarning::UnknownField { index: 1, field, .. }
             if field == "clusterConfig.flowID"),
         "{:?}",
         load.warnings()

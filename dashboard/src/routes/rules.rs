@@ -111,7 +111,7 @@ fn saved(status: StatusCode, outcome: &ChangeOutcome) -> Response {
         .map(rule_json);
     (
         status,
-        Json(json!({"version": outcome.version, "rule": rule})),
+        Json(json!({"version": outcome.version, "rule": rule, "warnings": outcome.warnings})),
     )
         .into_response()
 }
@@ -157,11 +157,9 @@ async fn replace(
         return Err(AppError::field("rules", "must be a JSON array of rules"));
     };
     let (rule_type, outcome) = change(&state, &user, &app, &t, Change::Replace(items)).await?;
-    Ok(Json(list_json(
-        rule_type,
-        Some(outcome.version),
-        &outcome.rules,
-    )))
+    let mut answer = list_json(rule_type, Some(outcome.version), &outcome.rules);
+    answer["warnings"] = json!(outcome.warnings);
+    Ok(Json(answer))
 }
 
 async fn export(

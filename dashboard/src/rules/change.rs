@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use super::RuleBook;
 use crate::AppState;
 use crate::db::{HistoryRecord, NewRule, StoredRule};
-use crate::error::{AppError, AppResult};
+use crate::error::{AppError, AppResult, FieldError};
 
 /// What to change.
 #[derive(Debug, Clone)]
@@ -53,6 +53,9 @@ pub struct ChangeOutcome {
     pub rules: Vec<StoredRule>,
     /// The id of the rule created or updated, if one was.
     pub rule_id: Option<i64>,
+    /// Fields of the change that rules of the type do not have: left out of what was saved (the
+    /// index is `None` for the rule created or updated).
+    pub warnings: Vec<FieldError>,
 }
 
 fn current_value(rule: &StoredRule) -> AppResult<Value> {
@@ -149,20 +152,24 @@ impl RuleBook {
             }
         }
         let values: Vec<Value> = list.iter().map(|(_, v)| v.clone()).collect();
-        let normalized = state
-            .rules
-            .validator
-            .normalize(rule_type, &values)
-            .map_err(|mut errors| {
-                if let Some(subject) = subject {
-                    for e in &mut errors {
-                        if e.index == Some(subject) {
-                            e.index = None;
-                        }
+        let about_the_subject = |errors: &mut Vec<FieldError>| {
+            if let Some(subject) = subject {
+                for e in errors {
+                    if e.index == Some(subject) {
+                        e.index = None;
                     }
                 }
+            }
+        };
+        let (normalized, mut warnings) = state
+            .rules
+            .validator
+            .normalize_reporting(rule_type, &values)
+            .map_err(|mut errors| {
+                about_the_subject(&mut errors);
                 AppError::Invalid(errors)
             })?;
+        about_the_subject(&mut warnings);
         let new_rules: Vec<NewRule> = list
             .iter()
             .zip(normalized)
@@ -199,6 +206,7 @@ impl RuleBook {
             version,
             rules,
             rule_id,
+            warnings,
         }))
     }
 }

@@ -7,7 +7,7 @@
 
 use std::sync::Mutex;
 
-use floodgate_core::{Floodgate, RuleError, RuleType};
+use floodgate_core::{Floodgate, RuleError, RuleType, RuleWarning};
 use serde_json::{Map, Value};
 
 use crate::error::FieldError;
@@ -45,6 +45,26 @@ pub fn field_errors(error: &RuleError) -> Vec<FieldError> {
     }
 }
 
+/// The fields a load ignored, as field errors that are only warnings: the list was valid and is
+/// kept without them.
+pub(crate) fn field_warnings(warnings: &[RuleWarning]) -> Vec<FieldError> {
+    warnings
+        .iter()
+        .map(|warning| match warning {
+            RuleWarning::UnknownField { index, field, .. } => FieldError {
+                index: Some(*index),
+                field: field.clone(),
+                message: "is not a field of these rules, and was left out".to_owned(),
+            },
+            other => FieldError {
+                index: None,
+                field: "rules".to_owned(),
+                message: other.to_string(),
+            },
+        })
+        .collect()
+}
+
 /// `rule` as text with its keys sorted and without `id`: the form compared for drift.
 pub fn canonical_rule(rule: &Map<String, Value>) -> String {
     let mut rule = rule.clone();
@@ -67,6 +87,17 @@ impl RuleValidator {
         rule_type: RuleType,
         rules: &[Value],
     ) -> Result<Vec<Map<String, Value>>, Vec<FieldError>> {
+        self.normalize_reporting(rule_type, rules)
+            .map(|(rules, _)| rules)
+    }
+
+    /// [`normalize`](Self::normalize), and the fields of `rules` that are not fields of rules of
+    /// `rule_type`, as field errors that are warnings (left out of what it returns).
+    pub fn normalize_reporting(
+        &self,
+        rule_type: RuleType,
+        rules: &[Value],
+    ) -> Result<(Vec<Map<String, Value>>, Vec<FieldError>), Vec<FieldError>> {
         for (index, rule) in rules.iter().enumerate() {
             if !rule.is_object() {
                 return Err(vec![FieldError {
@@ -78,9 +109,10 @@ impl RuleValidator {
         }
         let engine = self.engine.lock().unwrap_or_else(|p| p.into_inner());
         let list = Value::Array(rules.to_vec()).to_string();
-        engine
+        let warnings = engine
             .load_rules_json(rule_type, &list)
             .map_err(|e| field_errors(&e))?;
+        let warnings = field_warnings(warnings.warnings());
         // Each rule alone, so that its written-back form is known to be its own whatever order the
         // engine keeps a list in.
         let mut out = Vec::with_capacity(rules.len());
@@ -115,7 +147,7 @@ impl RuleValidator {
             }
         }
         let _ = engine.load_rules_json(rule_type, "[]");
-        Ok(out)
+        Ok((out, warnings))
     }
 
     /// The canonical forms of a rule list as a machine reports it (JSON text), sorted: two lists with
