@@ -170,6 +170,14 @@ fn peer_key(ip: IpAddr) -> u128 {
     }
 }
 
+/// Why a request that was let in may not run: it is answered 503, and its connection closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Refused {
+    /// The connection was closed to make room for another while the request was read.
+    #[error("this connection was closed to make room for another: try again")]
+    Closed,
+}
+
 /// A connection's place, shared by its requests' handlers.
 #[derive(Debug)]
 pub(crate) struct Ticket {
@@ -206,51 +214,52 @@ impl Ticket {
     }
 
     /// The request in progress was let in (its token, or its peer, checked; without a token, read
-    /// whole): the connection is proven, and waits for an established place if it was not yet.
-    pub(crate) async fn prove(&self) {
-        self.granted.store(true, Ordering::Release);
+    /// whole): the connection is proven, and waits for an established place if it was not yet. Fails
+    /// if the connection was closed to make room meanwhile: the request must not run (its answer
+    /// would not be sent).
+    pub(crate) async fn prove(&self) -> Result<(), Refused> {
+        self.granted.store(false, Ordering::Release);
         let promoting = self.with_entry(|_, entry| match entry {
             Some(entry) if entry.stage == Stage::Unproven => {
                 entry.stage = Stage::Promoting;
-                true
+                Ok(true)
             }
-            _ => false,
-        });
-        if !promoting {
-            return;
-        }
-        let established = &self.admission.established;
-        let permit = match established.clone().try_acquire_owned() {
-            Ok(permit) => permit,
-            Err(_) => {
-                self.with_entry(|table, _| {
-                    table.waiting += 1;
-                    // An idle connection gives its place up (its client reconnects when it needs to).
-                    let idle = table
-                        .entries
-                        .values()
-                        .find(|e| e.stage == Stage::Established && e.in_flight == 0);
-                    if let Some(idle) = idle {
-                        idle.close.notify_one();
-                    }
-                });
-                let waiting = Waiting(&self.admission);
-                let permit = established.clone().acquire_owned().await;
-                drop(waiting);
-                match permit {
-                    Ok(permit) => permit,
+            Some(_) => Ok(false),
+            None => Err(Refused::Closed),
+        })?;
+        if promoting {
+            let established = &self.admission.established;
+            let permit = match established.clone().try_acquire_owned() {
+                Ok(permit) => permit,
+                Err(_) => {
+                    self.with_entry(|table, _| {
+                        table.waiting += 1;
+                        // An idle connection gives its place up (its client reconnects when it needs to).
+                        let idle = table
+                            .entries
+                            .values()
+                            .find(|e| e.stage == Stage::Established && e.in_flight == 0);
+                        if let Some(idle) = idle {
+                            idle.close.notify_one();
+                        }
+                    });
+                    let waiting = Waiting(&self.admission);
+                    let permit = established.clone().acquire_owned().await;
+                    drop(waiting);
                     // Never closed.
-                    Err(_) => return,
+                    permit.map_err(|_| Refused::Closed)?
                 }
-            }
-        };
-        *self.permit.lock().unwrap_or_else(PoisonError::into_inner) = Some(permit);
-        self.with_entry(|_, entry| {
-            if let Some(entry) = entry {
-                entry.stage = Stage::Established;
-            }
-        });
-        self.admission.changed.notify_waiters();
+            };
+            *self.permit.lock().unwrap_or_else(PoisonError::into_inner) = Some(permit);
+            self.with_entry(|_, entry| {
+                if let Some(entry) = entry {
+                    entry.stage = Stage::Established;
+                }
+            });
+            self.admission.changed.notify_waiters();
+        }
+        self.granted.store(true, Ordering::Release);
+        Ok(())
     }
 
     /// Whether the request in progress was let in (else its connection closes after the answer).
@@ -318,7 +327,7 @@ mod tests {
         futures_now(notified)
     }
 
-    fn futures_now(f: impl std::future::Future<Output = ()>) -> bool {
+    fn futures_now<T>(f: impl std::future::Future<Output = T>) -> bool {
         let waker = std::task::Waker::noop();
         let mut cx = std::task::Context::from_waker(waker);
         let mut f = std::pin::pin!(f);
@@ -378,7 +387,7 @@ mod tests {
         let admission = Admission::new();
         let proven = admission.admit(ip("127.0.0.1")).unwrap();
         let _request = proven.begin_request();
-        proven.prove().await;
+        proven.prove().await.unwrap();
         assert!(!proven.is_unproven() && proven.granted());
         let rest: Vec<_> = (0..MAX_UNPROVEN)
             .map(|_| admission.admit(ip("127.0.0.1")).unwrap())
@@ -397,7 +406,7 @@ mod tests {
         for _ in 0..MAX_ESTABLISHED {
             let t = admission.admit(ip("10.0.0.1")).unwrap();
             let request = t.begin_request();
-            t.prove().await;
+            t.prove().await.unwrap();
             established.push((t, Some(request)));
         }
         let newcomer = admission.admit(ip("10.0.0.2")).unwrap();
@@ -407,7 +416,7 @@ mod tests {
             !futures_now(promotion.as_mut()),
             "every place busy: it waits"
         );
-        assert!(newcomer.granted() && !newcomer.is_unproven(), "promoting");
+        assert!(!newcomer.is_unproven(), "promoting");
         // Promoting places are not displaced: a class full of them admits no one.
         let _promoting: Vec<_> = {
             let mut v = Vec::new();
@@ -415,7 +424,7 @@ mod tests {
                 let t = admission.admit(ip("10.0.0.3")).unwrap();
                 let request = t.begin_request();
                 let mut p = Box::pin(async move {
-                    t.prove().await;
+                    t.prove().await.unwrap();
                     drop(request);
                 });
                 assert!(!futures_now(p.as_mut()));
@@ -437,7 +446,22 @@ mod tests {
         assert!(told_to_close(first));
         assert!(established[1..].iter().all(|(t, _)| !told_to_close(t)));
         established.remove(0);
-        promotion.await;
+        promotion.await.unwrap();
         assert!(!newcomer.is_unproven());
+    }
+
+    /// A connection closed to make room while its request was read: the request is refused, not
+    /// run (its answer would not be sent).
+    #[tokio::test]
+    async fn a_connection_closed_to_make_room_proves_nothing() {
+        let admission = Admission::new();
+        let first = admission.admit(ip("127.0.0.1")).unwrap();
+        let _request = first.begin_request();
+        let _newer: Vec<_> = (0..MAX_UNPROVEN)
+            .map(|_| admission.admit(ip("127.0.0.1")).unwrap())
+            .collect();
+        assert!(told_to_close(&first));
+        assert_eq!(first.prove().await, Err(Refused::Closed));
+        assert!(!first.granted());
     }
 }

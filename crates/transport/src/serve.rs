@@ -239,7 +239,7 @@ mod tests {
         Router::new().fallback(
             |Extension(ticket): Extension<Arc<Ticket>>, uri: axum::http::Uri| async move {
                 if uri.path() == "/in" {
-                    ticket.prove().await;
+                    ticket.prove().await.unwrap();
                 }
                 "answer"
             },

@@ -16,7 +16,7 @@ use crate::host::{HostInfo, ReportedIp};
 use crate::metric_store::MetricStore;
 use crate::rule_file::RuleFiles;
 
-fn state(fg: &Floodgate, token: Option<&str>) -> Arc<CommandState> {
+pub(super) fn state(fg: &Floodgate, token: Option<&str>) -> Arc<CommandState> {
     let host = HostInfo {
         hostname: "test-host".to_owned(),
         ip: "127.0.0.1".to_owned(),
