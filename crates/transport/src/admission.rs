@@ -4,25 +4,35 @@
 //! `serve`; this is its bookkeeping.
 //!
 //! A connection is admitted unproven. The first of its requests that a handler lets in
-//! ([`Ticket::prove`]) moves it to the established pool, waiting (in arrival order) for a place there
-//! if all [`MAX_ESTABLISHED`] are taken; meanwhile it is *promoting* and keeps its place among the
-//! unproven, where it cannot be displaced. When a newcomer finds its class's [`MAX_UNPROVEN`] places
-//! taken, the oldest unproven connection of the peer that holds the most of them is closed to make
-//! room; if every place is promoting, the newcomer is not admitted yet ([`Admission::admit`] answers
-//! `None`; [`Admission::changed`] tells when to try again). An established connection that is idle
-//! between requests is closed when a promotion waits for its place.
+//! ([`Ticket::prove`]) moves it to the established pool: it is *promoting*, keeping its place
+//! among the unproven (where it cannot be displaced), until a place is free there and its peer holds
+//! fewer than [`MAX_ESTABLISHED_PER_PEER`] of them. Promotions get places in arrival order, except
+//! that one whose peer holds its share lets the next ones by. One that waits
+//! [`PROMOTION_TIMEOUT`] without a place gives up ([`Refused::Busy`]): its request is refused and its
+//! connection closed. While promotions wait, idle established connections (between requests) are
+//! told to close, one for each promotion that needs a place (of its own peer's, when its peer holds
+//! its share), and none twice.
+//!
+//! When a newcomer finds its class's [`MAX_UNPROVEN`] places taken, the oldest unproven connection
+//! of the peer that holds the most of them is closed to make room; if every place is promoting, the
+//! newcomer is not admitted ([`Admission::admit`] answers `None`, and the server closes it).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Notify;
 
 /// How many unproven connections each class of peer (loopback, the others) may hold.
 pub(crate) const MAX_UNPROVEN: usize = 32;
 /// How many established connections the agent keeps.
 pub(crate) const MAX_ESTABLISHED: usize = 64;
+/// How many established connections one peer may hold: the other half stays for other peers.
+pub(crate) const MAX_ESTABLISHED_PER_PEER: usize = MAX_ESTABLISHED / 2;
+/// How long a promotion waits for an established place before its request is refused.
+pub(crate) const PROMOTION_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Peers whose unproven connections compete only among themselves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,7 +58,18 @@ struct Entry {
     stage: Stage,
     /// Requests received whose answers are not sent yet.
     in_flight: usize,
+    /// Told to close, to give its established place to a waiting promotion.
+    closing: bool,
     close: Arc<Notify>,
+    /// Signalled when its waiting promotion got a place.
+    promoted: Arc<Notify>,
+}
+
+impl Entry {
+    /// An established connection between requests, not told to close yet.
+    fn idle(&self) -> bool {
+        self.stage == Stage::Established && !self.closing && self.in_flight == 0
+    }
 }
 
 #[derive(Debug, Default)]
@@ -56,8 +77,8 @@ struct Table {
     /// Keyed by admission order: the first entry is the oldest.
     entries: BTreeMap<u64, Entry>,
     next: u64,
-    /// Promotions waiting for an established place.
-    waiting: usize,
+    /// Promotions waiting for an established place, in arrival order.
+    waiting: VecDeque<u64>,
 }
 
 impl Table {
@@ -76,22 +97,100 @@ impl Table {
             .max_by_key(|&(count, oldest)| (count, std::cmp::Reverse(oldest)))
             .map(|(_, oldest)| oldest)
     }
+
+    /// How many established places are held, in all and by each peer; with `closing`, also those
+    /// of connections told to close.
+    fn held(&self, closing: bool) -> (usize, HashMap<u128, usize>) {
+        let mut by_peer: HashMap<u128, usize> = HashMap::new();
+        let mut total = 0;
+        for e in self.entries.values() {
+            if e.stage == Stage::Established && (closing || !e.closing) {
+                total += 1;
+                *by_peer.entry(e.peer).or_default() += 1;
+            }
+        }
+        (total, by_peer)
+    }
+
+    /// Gives the free established places to the waiting promotions, in arrival order: one whose
+    /// peer holds its share lets the next ones by.
+    fn grant(&mut self) {
+        let (mut total, mut by_peer) = self.held(true);
+        let Table {
+            entries, waiting, ..
+        } = self;
+        waiting.retain(|id| entries.get(id).is_some_and(|e| e.stage == Stage::Promoting));
+        let mut i = 0;
+        while i < waiting.len() && total < MAX_ESTABLISHED {
+            let Some(entry) = entries.get_mut(&waiting[i]) else {
+                i += 1;
+                continue;
+            };
+            let held = by_peer.entry(entry.peer).or_default();
+            if *held < MAX_ESTABLISHED_PER_PEER {
+                *held += 1;
+                total += 1;
+                entry.stage = Stage::Established;
+                entry.promoted.notify_one();
+                waiting.remove(i);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// Tells idle established connections to close for the waiting promotions that need a place:
+    /// counting the places of the connections already told to close as free, each waiting
+    /// promotion takes a free one, else gets one idle connection closed for it (of its own peer's
+    /// when its peer holds its share); none is told twice.
+    fn reclaim(&mut self) {
+        let (held, mut by_peer) = self.held(false);
+        let closing = self
+            .entries
+            .values()
+            .filter(|e| e.stage == Stage::Established && e.closing)
+            .count();
+        let mut free = MAX_ESTABLISHED.saturating_sub(held);
+        debug_assert!(free >= closing);
+        let Table {
+            entries, waiting, ..
+        } = self;
+        for id in waiting.iter() {
+            let Some(peer) = entries.get(id).map(|e| e.peer) else {
+                continue;
+            };
+            let room = by_peer.get(&peer).copied().unwrap_or(0) < MAX_ESTABLISHED_PER_PEER;
+            if free > 0 && room {
+                free -= 1;
+                *by_peer.entry(peer).or_default() += 1;
+                continue;
+            }
+            let idle = entries
+                .values_mut()
+                .find(|e| e.idle() && (room || e.peer == peer));
+            if let Some(idle) = idle {
+                // Its place goes to this promotion (its client reconnects when it needs to).
+                idle.closing = true;
+                idle.close.notify_one();
+                if let Some(n) = by_peer.get_mut(&idle.peer) {
+                    *n -= 1;
+                }
+                *by_peer.entry(peer).or_default() += 1;
+            }
+        }
+    }
 }
 
 /// The connections of one listener.
 #[derive(Debug)]
 pub(crate) struct Admission {
     table: Mutex<Table>,
-    established: Arc<Semaphore>,
-    changed: Notify,
 }
 
 impl Admission {
     pub(crate) fn new() -> Arc<Self> {
         Arc::new(Admission {
             table: Mutex::default(),
-            established: Arc::new(Semaphore::new(MAX_ESTABLISHED)),
-            changed: Notify::new(),
         })
     }
 
@@ -101,8 +200,7 @@ impl Admission {
     }
 
     /// Admits a connection from `peer`, closing the connection that makes room for it if its class
-    /// is full; `None` when every place of the class is promoting (try again on
-    /// [`changed`](Self::changed)).
+    /// is full; `None` when every place of the class is promoting (the newcomer is to be closed).
     pub(crate) fn admit(self: &Arc<Self>, peer: IpAddr) -> Option<Arc<Ticket>> {
         let peer = canonical(peer);
         let class = if peer.is_loopback() {
@@ -128,6 +226,7 @@ impl Admission {
         let id = table.next;
         table.next += 1;
         let close = Arc::new(Notify::new());
+        let promoted = Arc::new(Notify::new());
         table.entries.insert(
             id,
             Entry {
@@ -135,22 +234,18 @@ impl Admission {
                 peer: peer_key(peer),
                 stage: Stage::Unproven,
                 in_flight: 0,
+                closing: false,
                 close: close.clone(),
+                promoted: promoted.clone(),
             },
         );
         Some(Arc::new(Ticket {
             id,
             admission: self.clone(),
             close,
-            permit: Mutex::new(None),
+            promoted,
             granted: AtomicBool::new(false),
         }))
-    }
-
-    /// Completes when a connection ends or stops being unproven: an admission refused may succeed.
-    /// [`enable`](tokio::sync::futures::Notified::enable) it before calling [`admit`](Self::admit).
-    pub(crate) fn changed(&self) -> tokio::sync::futures::Notified<'_> {
-        self.changed.notified()
     }
 }
 
@@ -176,6 +271,9 @@ pub(crate) enum Refused {
     /// The connection was closed to make room for another while the request was read.
     #[error("this connection was closed to make room for another: try again")]
     Closed,
+    /// No established place came free within [`PROMOTION_TIMEOUT`].
+    #[error("the agent's connections for callers it knows are all busy: try again")]
+    Busy,
 }
 
 /// A connection's place, shared by its requests' handlers.
@@ -184,7 +282,7 @@ pub(crate) struct Ticket {
     id: u64,
     admission: Arc<Admission>,
     close: Arc<Notify>,
-    permit: Mutex<Option<OwnedSemaphorePermit>>,
+    promoted: Arc<Notify>,
     /// Whether the request in progress was let in.
     granted: AtomicBool,
 }
@@ -213,53 +311,55 @@ impl Ticket {
         InFlight(self.clone())
     }
 
-    /// The request in progress was let in (its token, or its peer, checked; without a token, read
-    /// whole): the connection is proven, and waits for an established place if it was not yet. Fails
-    /// if the connection was closed to make room meanwhile: the request must not run (its answer
-    /// would not be sent).
+    /// The request in progress was let in (its token checked, or, from a peer that needs none or
+    /// without a token, read whole): the connection is proven, and waits for an established place
+    /// if it was not yet. Fails if the connection was closed to make room meanwhile, or no place
+    /// came free within [`PROMOTION_TIMEOUT`]: the request must not run.
     pub(crate) async fn prove(&self) -> Result<(), Refused> {
         self.granted.store(false, Ordering::Release);
-        let promoting = self.with_entry(|_, entry| match entry {
-            Some(entry) if entry.stage == Stage::Unproven => {
-                entry.stage = Stage::Promoting;
-                Ok(true)
+        let placed = {
+            let mut table = self.admission.lock();
+            let entry = table.entries.get_mut(&self.id).ok_or(Refused::Closed)?;
+            match entry.stage {
+                Stage::Established => true,
+                // One request at a time: not a second promotion.
+                Stage::Promoting => return Err(Refused::Busy),
+                Stage::Unproven => {
+                    entry.stage = Stage::Promoting;
+                    table.waiting.push_back(self.id);
+                    table.grant();
+                    let placed = table
+                        .entries
+                        .get(&self.id)
+                        .is_some_and(|e| e.stage == Stage::Established);
+                    if !placed {
+                        table.reclaim();
+                    }
+                    placed
+                }
             }
-            Some(_) => Ok(false),
-            None => Err(Refused::Closed),
-        })?;
-        if promoting {
-            let established = &self.admission.established;
-            let permit = match established.clone().try_acquire_owned() {
-                Ok(permit) => permit,
-                Err(_) => {
-                    self.with_entry(|table, _| {
-                        table.waiting += 1;
-                        // An idle connection gives its place up (its client reconnects when it needs to).
-                        let idle = table
-                            .entries
-                            .values()
-                            .find(|e| e.stage == Stage::Established && e.in_flight == 0);
-                        if let Some(idle) = idle {
-                            idle.close.notify_one();
-                        }
-                    });
-                    let waiting = Waiting(&self.admission);
-                    let permit = established.clone().acquire_owned().await;
-                    drop(waiting);
-                    // Never closed.
-                    permit.map_err(|_| Refused::Closed)?
-                }
-            };
-            *self.permit.lock().unwrap_or_else(PoisonError::into_inner) = Some(permit);
-            self.with_entry(|_, entry| {
-                if let Some(entry) = entry {
-                    entry.stage = Stage::Established;
-                }
-            });
-            self.admission.changed.notify_waiters();
+        };
+        if !placed {
+            let waiting = Withdraw(self);
+            let _ = tokio::time::timeout(PROMOTION_TIMEOUT, self.promoted.notified()).await;
+            std::mem::forget(waiting);
+            self.withdraw()?;
         }
         self.granted.store(true, Ordering::Release);
         Ok(())
+    }
+
+    /// Ends a promotion: `Ok` if it got its place, else it stops waiting and the connection is
+    /// unproven again.
+    fn withdraw(&self) -> Result<(), Refused> {
+        let mut table = self.admission.lock();
+        let entry = table.entries.get_mut(&self.id).ok_or(Refused::Closed)?;
+        if entry.stage == Stage::Established {
+            return Ok(());
+        }
+        entry.stage = Stage::Unproven;
+        table.waiting.retain(|&id| id != self.id);
+        Err(Refused::Busy)
     }
 
     /// Whether the request in progress was let in (else its connection closes after the answer).
@@ -280,18 +380,20 @@ impl Ticket {
 
 impl Drop for Ticket {
     fn drop(&mut self) {
-        self.admission.lock().entries.remove(&self.id);
-        self.admission.changed.notify_waiters();
+        let mut table = self.admission.lock();
+        if table.entries.remove(&self.id).is_some() {
+            table.grant();
+            table.reclaim();
+        }
     }
 }
 
-/// A promotion waiting for an established place (counted while the wait lasts).
-struct Waiting<'a>(&'a Admission);
+/// A waiting promotion dropped before it ended (its connection closed): it stops waiting.
+struct Withdraw<'a>(&'a Ticket);
 
-impl Drop for Waiting<'_> {
+impl Drop for Withdraw<'_> {
     fn drop(&mut self) {
-        let mut table = self.0.lock();
-        table.waiting = table.waiting.saturating_sub(1);
+        let _ = self.0.withdraw();
     }
 }
 
@@ -301,14 +403,14 @@ pub(crate) struct InFlight(Arc<Ticket>);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.0.with_entry(|table, entry| {
-            if let Some(entry) = entry {
-                entry.in_flight = entry.in_flight.saturating_sub(1);
-                if entry.stage == Stage::Established && entry.in_flight == 0 && table.waiting > 0 {
-                    entry.close.notify_one();
-                }
-            }
+        let mut table = self.0.admission.lock();
+        let idle = table.entries.get_mut(&self.0.id).is_some_and(|entry| {
+            entry.in_flight = entry.in_flight.saturating_sub(1);
+            entry.idle()
         });
+        if idle && !table.waiting.is_empty() {
+            table.reclaim();
+        }
     }
 }
 
@@ -320,11 +422,14 @@ mod tests {
         s.parse().unwrap()
     }
 
-    /// Whether `ticket` was told to close (without waiting).
+    /// Whether `ticket` was told to close (without waiting, and leaving the signal as it was).
     fn told_to_close(ticket: &Ticket) -> bool {
         let signal = ticket.close_signal();
-        let notified = signal.notified();
-        futures_now(notified)
+        let told = futures_now(signal.notified());
+        if told {
+            signal.notify_one();
+        }
+        told
     }
 
     fn futures_now<T>(f: impl std::future::Future<Output = T>) -> bool {
@@ -332,6 +437,25 @@ mod tests {
         let mut cx = std::task::Context::from_waker(waker);
         let mut f = std::pin::pin!(f);
         f.as_mut().poll(&mut cx).is_ready()
+    }
+
+    /// A connection from `peer` whose first request was let in, with that request still in
+    /// progress (drop it to make the connection idle).
+    async fn established(admission: &Arc<Admission>, peer: &str) -> (Arc<Ticket>, InFlight) {
+        let ticket = admission.admit(ip(peer)).unwrap();
+        let request = ticket.begin_request();
+        ticket.prove().await.unwrap();
+        (ticket, request)
+    }
+
+    /// Every established place taken, each by a peer of its own, with a request in progress.
+    async fn all_established(admission: &Arc<Admission>) -> Vec<(Arc<Ticket>, Option<InFlight>)> {
+        let mut all = Vec::new();
+        for i in 0..MAX_ESTABLISHED {
+            let (ticket, request) = established(admission, &format!("10.0.1.{i}")).await;
+            all.push((ticket, Some(request)));
+        }
+        all
     }
 
     #[test]
@@ -385,9 +509,7 @@ mod tests {
     #[tokio::test]
     async fn proven_and_promoting_connections_are_never_displaced() {
         let admission = Admission::new();
-        let proven = admission.admit(ip("127.0.0.1")).unwrap();
-        let _request = proven.begin_request();
-        proven.prove().await.unwrap();
+        let (proven, _request) = established(&admission, "127.0.0.1").await;
         assert!(!proven.is_unproven() && proven.granted());
         let rest: Vec<_> = (0..MAX_UNPROVEN)
             .map(|_| admission.admit(ip("127.0.0.1")).unwrap())
@@ -402,13 +524,7 @@ mod tests {
     #[tokio::test]
     async fn a_promotion_waits_for_an_established_place_and_idle_ones_give_theirs_up() {
         let admission = Admission::new();
-        let mut established = Vec::new();
-        for _ in 0..MAX_ESTABLISHED {
-            let t = admission.admit(ip("10.0.0.1")).unwrap();
-            let request = t.begin_request();
-            t.prove().await.unwrap();
-            established.push((t, Some(request)));
-        }
+        let mut established = all_established(&admission).await;
         let newcomer = admission.admit(ip("10.0.0.2")).unwrap();
         let _request = newcomer.begin_request();
         let mut promotion = std::pin::pin!(newcomer.prove());
@@ -420,11 +536,11 @@ mod tests {
         // Promoting places are not displaced: a class full of them admits no one.
         let _promoting: Vec<_> = {
             let mut v = Vec::new();
-            for _ in 1..MAX_UNPROVEN {
-                let t = admission.admit(ip("10.0.0.3")).unwrap();
+            for i in 1..MAX_UNPROVEN {
+                let t = admission.admit(ip(&format!("10.0.0.{}", 100 + i))).unwrap();
                 let request = t.begin_request();
                 let mut p = Box::pin(async move {
-                    t.prove().await.unwrap();
+                    let _ = t.prove().await;
                     drop(request);
                 });
                 assert!(!futures_now(p.as_mut()));
@@ -447,7 +563,102 @@ mod tests {
         assert!(established[1..].iter().all(|(t, _)| !told_to_close(t)));
         established.remove(0);
         promotion.await.unwrap();
-        assert!(!newcomer.is_unproven());
+        assert!(!newcomer.is_unproven() && newcomer.granted());
+    }
+
+    /// A promotion waited for as long as every established place was busy (10 s, a body's
+    /// deadline, renewably), and the accept loop with it.
+    #[tokio::test(start_paused = true)]
+    async fn a_promotion_gives_up_after_its_deadline() {
+        let admission = Admission::new();
+        let _established = all_established(&admission).await;
+        let newcomer = admission.admit(ip("10.0.0.2")).unwrap();
+        let _request = newcomer.begin_request();
+        let started = tokio::time::Instant::now();
+        assert_eq!(newcomer.prove().await, Err(Refused::Busy));
+        assert_eq!(started.elapsed(), PROMOTION_TIMEOUT);
+        assert!(newcomer.is_unproven() && !newcomer.granted());
+        assert!(admission.lock().waiting.is_empty(), "no longer waiting");
+    }
+
+    /// One address held every established place.
+    #[tokio::test(start_paused = true)]
+    async fn one_peer_holds_at_most_half_the_established_places() {
+        let admission = Admission::new();
+        let mut mine = Vec::new();
+        for _ in 0..MAX_ESTABLISHED_PER_PEER {
+            let (ticket, request) = established(&admission, "10.0.0.1").await;
+            mine.push((ticket, Some(request)));
+        }
+        let one_more = admission.admit(ip("10.0.0.1")).unwrap();
+        let _request = one_more.begin_request();
+        let mut promotion = std::pin::pin!(one_more.prove());
+        assert!(!futures_now(promotion.as_mut()), "its peer holds its share");
+        // Another peer gets a place at once, and its idle connection is not closed for the first
+        // peer's promotion: one of that peer's own is.
+        let (other, other_request) = established(&admission, "10.0.0.2").await;
+        drop(other_request);
+        assert!(!told_to_close(&other));
+        drop(mine[5].1.take());
+        assert!(told_to_close(&mine[5].0));
+        mine.remove(5);
+        promotion.await.unwrap();
+        // With none of its own idle, it gives up.
+        let again = admission.admit(ip("10.0.0.1")).unwrap();
+        let _request = again.begin_request();
+        assert_eq!(again.prove().await, Err(Refused::Busy));
+        assert!(!told_to_close(&other));
+    }
+
+    /// Every established connection that finished a request while a promotion waited was closed:
+    /// one waiting promotion closed many.
+    #[tokio::test]
+    async fn one_waiting_promotion_closes_one_idle_connection() {
+        let admission = Admission::new();
+        let mut established = all_established(&admission).await;
+        let newcomer = admission.admit(ip("10.0.0.2")).unwrap();
+        let _request = newcomer.begin_request();
+        let mut promotion = std::pin::pin!(newcomer.prove());
+        assert!(!futures_now(promotion.as_mut()));
+        for (_, request) in &mut established[..10] {
+            drop(request.take());
+        }
+        let told = established.iter().filter(|(t, _)| told_to_close(t)).count();
+        assert_eq!(told, 1);
+    }
+
+    /// Two promotions picked the same idle connection, and the second waited for a place that
+    /// would not come.
+    #[tokio::test]
+    async fn two_waiting_promotions_close_two_idle_connections() {
+        let admission = Admission::new();
+        let mut established = all_established(&admission).await;
+        for (_, request) in &mut established {
+            drop(request.take());
+        }
+        let mut promotions = Vec::new();
+        for peer in ["10.0.0.2", "10.0.0.3"] {
+            let newcomer = admission.admit(ip(peer)).unwrap();
+            let request = newcomer.begin_request();
+            let mut promotion = Box::pin(async move {
+                let proven = newcomer.prove().await;
+                drop(request);
+                proven
+            });
+            assert!(!futures_now(promotion.as_mut()));
+            promotions.push(promotion);
+        }
+        let told: Vec<_> = established
+            .iter()
+            .enumerate()
+            .filter(|(_, (t, _))| told_to_close(t))
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(told, [0, 1], "the first two idle ones, once each");
+        established.drain(..2);
+        for promotion in promotions {
+            assert_eq!(promotion.await, Ok(()));
+        }
     }
 
     /// A connection closed to make room while its request was read: the request is refused, not

@@ -18,18 +18,28 @@
 //!   newcomer refused: a stranger who holds places holds each for a moment only, and a dashboard
 //!   whose request comes whole is served as soon as it is read (each connection accepted gets its
 //!   turn to read before the next is accepted).
-//! * **Established**: a connection whose request was let in, which is when its token was checked
-//!   (in a header, or in a body of at most 4 KiB), its peer is one that needs no token
-//!   ([`tokenless_from`](crate::AgentBuilder::tokenless_from)), or, without a token configured, the
-//!   request was read whole. There are [`MAX_ESTABLISHED`] (64) places, which strangers cannot
-//!   take; a promotion that finds them all taken waits, in arrival order, for one (an idle
-//!   keep-alive connection gives its place up at once). An established connection may keep its
-//!   connection alive for further requests, each of whose headers must arrive within
-//!   [`HEADER_TIMEOUT`] (10 s).
+//! * **Established**: a connection whose request was let in: its token checked in a header (at
+//!   once, before its body is read), or the request read whole and let in — its token in a body of
+//!   at most 4 KiB, its peer one that needs none
+//!   ([`tokenless_from`](crate::AgentBuilder::tokenless_from)), or no token configured. Headers
+//!   alone prove nothing: anyone can send them. There are [`MAX_ESTABLISHED`] (64) places, which
+//!   strangers cannot take, and one peer holds at most [`MAX_ESTABLISHED_PER_PEER`] (32) of them. A
+//!   promotion that finds no place for it waits, in arrival order, in its connection's own task (the
+//!   accept loop goes on accepting), for at most [`PROMOTION_TIMEOUT`] (2 s); an idle keep-alive
+//!   connection is told to close for it (one for each waiting promotion). If none frees in time
+//!   its request is refused, not run: 503 with `Retry-After: 1`, and its connection closed. An
+//!   established connection may keep its connection alive for further requests, each of whose
+//!   headers must arrive within [`HEADER_TIMEOUT`] (10 s).
 //! * A request that is not let in (a wrong or missing token, a web page's request, a malformed
 //!   one, …) is answered and its connection closed (`Connection: close`).
-//! * The listening socket's backlog is [`BACKLOG`] (1024) connections: a connection that arrives
-//!   while every place of its class is promoting waits there, rather than being accepted and reset.
+//! * A newcomer that finds every place of its class promoting is closed at once. The listening
+//!   socket's backlog is [`BACKLOG`] (1024) connections, which wait there for their turn to be
+//!   accepted.
+//!
+//! Without a token, anyone who can send a whole request is let in: strangers on two addresses can
+//! hold every established place (busy with half-sent bodies, renewed every 10 s), and a dashboard's
+//! promotion is then refused until they stop. With a token only its holders, and the peers let in
+//! by address, get established places.
 //!
 //! So at most 32 + 32 unproven and 64 established connections are open at once. A write of an
 //! answer blocked for [`WRITE_TIMEOUT`] (a client that does not read) closes its connection, and a
@@ -60,7 +70,9 @@ use tower_service::Service;
 
 use crate::admission::{Admission, InFlight, Ticket};
 #[cfg(doc)]
-use crate::admission::{MAX_ESTABLISHED, MAX_UNPROVEN};
+use crate::admission::{
+    MAX_ESTABLISHED, MAX_ESTABLISHED_PER_PEER, MAX_UNPROVEN, PROMOTION_TIMEOUT,
+};
 use crate::write_deadline::WriteDeadline;
 
 /// How long a connection may take until one of its requests is let in.
@@ -83,34 +95,24 @@ pub(crate) async fn serve(listener: TcpListener, app: Router, stop: impl Future<
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_TIMEOUT);
     let mut stop = pin!(stop);
-    // A connection accepted while its class had no place to make: admitted when one frees.
-    let mut held: Option<(tokio::net::TcpStream, SocketAddr)> = None;
     loop {
-        let mut changed = pin!(admission.changed());
-        changed.as_mut().enable();
-        let (stream, peer) = match held.take() {
-            Some(waiting) => waiting,
-            None => tokio::select! {
-                () = &mut stop => break,
-                Some(_) = connections.join_next(), if !connections.is_empty() => continue,
-                accepted = listener.accept() => match accepted {
-                    Ok(accepted) => accepted,
-                    Err(error) => {
-                        // Out of file descriptors, say: let others close theirs, then try again.
-                        tracing::debug!(%error, "the agent could not accept a connection");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                },
+        let (stream, peer) = tokio::select! {
+            () = &mut stop => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    // Out of file descriptors, say: let others close theirs, then try again.
+                    tracing::debug!(%error, "the agent could not accept a connection");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
             },
         };
         let Some(ticket) = admission.admit(peer.ip()) else {
-            held = Some((stream, peer));
-            tokio::select! {
-                () = &mut stop => break,
-                () = changed => {}
-                Some(_) = connections.join_next(), if !connections.is_empty() => {}
-            }
+            // Its class's places are all promoting: closed at once, and the next one accepted.
+            tracing::debug!(%peer, "no place for a connection; closing it");
+            drop(stream);
             continue;
         };
         connections.spawn(connection(

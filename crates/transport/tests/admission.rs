@@ -1,16 +1,77 @@
 //! Which connections the agent serves while strangers hold connections open, over real sockets: a
 //! dashboard's calls get their answers while 64 or 300 strangers hold half-sent requests and renew
-//! each one as soon as the agent closes it.
+//! each one as soon as the agent closes it, or hold half-sent bodies on connections they proved.
+//! Strangers on other addresses bind loopback addresses of their own (`127.0.0.2`, …).
 
 mod support;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use floodgate_core::RuleType;
 use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpSocket, TcpStream};
+use tokio::task::JoinSet;
+
+const TOKEN: &str = "s3cret-token";
+
+/// How many established connections one address may hold: half of the agent's 64.
+const ESTABLISHED_PER_PEER: usize = 32;
+
+/// A connection to `addr` from the loopback address `from`.
+async fn connect_from(from: [u8; 4], addr: SocketAddr) -> TcpStream {
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.bind(SocketAddr::from((from, 0))).unwrap();
+    socket.connect(addr).await.unwrap()
+}
+
+/// Reads one answer's head from `stream`: its status (0 if the connection closed first) and head.
+async fn read_head(stream: &mut TcpStream) -> (u16, String) {
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut byte = [0u8; 1];
+        match stream.read(&mut byte).await {
+            Ok(1) => head.push(byte[0]),
+            _ => return (0, String::from_utf8_lossy(&head).into_owned()),
+        }
+    }
+    let head = String::from_utf8(head).unwrap();
+    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    (status, head)
+}
+
+/// Whether the agent closes `stream` (after what it has still to send), within 30 s.
+async fn closed(stream: &mut TcpStream) -> bool {
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(30), stream.read_to_end(&mut rest));
+    matches!(read.await, Ok(Ok(_)))
+}
+
+/// `GET /version`, with `headers`.
+fn version(headers: &str) -> String {
+    format!("GET /version HTTP/1.1\r\nHost: 127.0.0.1\r\n{headers}\r\n")
+}
+
+/// A `setRules` whose body is announced but never finished.
+const HALF_A_BODY: &str = "POST /setRules HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+     Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\ntype=";
+
+/// A connection from `from` whose `GET /version` was answered 200 (it is established), now
+/// holding half a `setRules` body (its place is busy, not idle, for the body's 10 s deadline).
+async fn busy_established(from: [u8; 4], addr: SocketAddr, headers: &str) -> TcpStream {
+    let mut stream = connect_from(from, addr).await;
+    stream.write_all(version(headers).as_bytes()).await.unwrap();
+    let (status, head) = read_head(&mut stream).await;
+    assert_eq!(status, 200, "{head}");
+    let mut body = [0u8; 5];
+    stream.read_exact(&mut body).await.unwrap();
+    assert_eq!(&body, b"1.8.9");
+    stream.write_all(HALF_A_BODY.as_bytes()).await.unwrap();
+    stream
+}
 
 /// Strangers holding half-sent requests, each renewed as soon as the agent closes it.
 struct Strangers {
@@ -216,4 +277,102 @@ async fn an_established_connection_outlasts_strangers() {
         answer.extend_from_slice(&buf[..n]);
     }
     drop(strangers);
+}
+
+/// A POST's headers alone, from an address that needs no token, proved its connection: 64 + 32 of
+/// them, then silence, held every established place for a body's 10 s deadline (renewably), and
+/// the accept loop waited for a place with them, accepting no one else, token or not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headers_alone_from_an_address_needing_no_token_prove_nothing() {
+    let (_clock, fg) = engine();
+    let agent = builder(&fg)
+        .token(TOKEN)
+        .tokenless_from("127.0.0.1/32".parse().unwrap())
+        .start()
+        .unwrap();
+    let addr = agent.local_addr();
+    let mut strangers = JoinSet::new();
+    // More than every place, unproven and established.
+    for _ in 0..256 {
+        let mut stream = connect_from([127, 0, 0, 1], addr).await;
+        let headers = "POST /setRules HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\n";
+        stream.write_all(headers.as_bytes()).await.unwrap();
+        strangers.spawn(async move {
+            let mut answer = Vec::new();
+            let _ = stream.read_to_end(&mut answer).await;
+            answer
+        });
+    }
+    let mut client = connect_from([127, 0, 0, 2], addr).await;
+    let token = format!("X-Floodgate-Token: {TOKEN}\r\nConnection: close\r\n");
+    client.write_all(version(&token).as_bytes()).await.unwrap();
+    assert_eq!(read_head(&mut client).await.0, 200);
+    // Each closed unanswered (never let in), none answered 408 after holding a place.
+    while let Some(answer) = strangers.join_next().await {
+        let answer = answer.unwrap();
+        assert!(answer.is_empty(), "{}", String::from_utf8_lossy(&answer));
+    }
+}
+
+/// Strangers on an address that needs no token could take every established place: one address
+/// holds at most half of them (its further promotions are refused), and a client with the token,
+/// on another address, is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_address_holds_at_most_half_the_established_places() {
+    let (_clock, fg) = engine();
+    let agent = builder(&fg)
+        .token(TOKEN)
+        .tokenless_from("127.0.0.1/32".parse().unwrap())
+        .start()
+        .unwrap();
+    let addr = agent.local_addr();
+    let mut held = Vec::new();
+    for _ in 0..ESTABLISHED_PER_PEER {
+        held.push(busy_established([127, 0, 0, 1], addr, "").await);
+    }
+    let mut more = JoinSet::new();
+    for _ in 0..8 {
+        let mut stream = connect_from([127, 0, 0, 1], addr).await;
+        stream.write_all(version("").as_bytes()).await.unwrap();
+        more.spawn(async move {
+            let (status, head) = read_head(&mut stream).await;
+            (status, head, closed(&mut stream).await)
+        });
+    }
+    while let Some(answer) = more.join_next().await {
+        let (status, head, closed) = answer.unwrap();
+        assert_eq!(status, 503, "{head}");
+        assert!(head.contains("retry-after: 1\r\n"), "{head}");
+        assert!(head.contains("connection: close\r\n"), "{head}");
+        assert!(closed);
+    }
+    let mut client = connect_from([127, 0, 0, 2], addr).await;
+    let token = format!("X-Floodgate-Token: {TOKEN}\r\nConnection: close\r\n");
+    client.write_all(version(&token).as_bytes()).await.unwrap();
+    assert_eq!(read_head(&mut client).await.0, 200);
+    drop(held);
+}
+
+/// Established connections busy with half-sent bodies (without a token, anyone's first whole
+/// request establishes its connection) held a dashboard's promotion for as long as they renewed
+/// them: it waits a short while, then is refused 503 with `Retry-After`, and its connection closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_promotion_that_finds_every_place_busy_is_refused() {
+    let (_clock, fg) = engine();
+    let agent = builder(&fg).start().unwrap();
+    let addr = agent.local_addr();
+    let mut held = Vec::new();
+    for from in [[127, 0, 0, 2], [127, 0, 0, 3]] {
+        for _ in 0..ESTABLISHED_PER_PEER {
+            held.push(busy_established(from, addr, "").await);
+        }
+    }
+    let mut dashboard = connect_from([127, 0, 0, 1], addr).await;
+    dashboard.write_all(version("").as_bytes()).await.unwrap();
+    let (status, head) = read_head(&mut dashboard).await;
+    assert_eq!(status, 503, "{head}");
+    assert!(head.contains("retry-after: 1\r\n"), "{head}");
+    assert!(closed(&mut dashboard).await);
+    drop(held);
 }

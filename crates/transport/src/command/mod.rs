@@ -595,16 +595,18 @@ async fn respond(
         {
             return (unauthorized(state, peer, command, true), true);
         }
-        let let_in_already =
-            state.token.is_some() && (header_token(headers).is_some() || tokenless);
-        if let_in_already {
+        // The right token in a header proves the request before its body is read (a slow body
+        // keeps its connection past the first-request deadline); from a peer that needs none, the
+        // request must come whole first: headers alone are anyone's.
+        let token_shown = state.token.is_some() && header_token(headers).is_some();
+        if token_shown {
             if let Err(answer) = request.prove().await {
                 return (answer, false);
             }
         }
         // Without a token yet, only a small body is read for one: a stranger cannot make the agent
         // read a large body only to refuse it.
-        let limit = if state.token.is_some() && !let_in_already {
+        let limit = if state.token.is_some() && !token_shown && !tokenless {
             if declared.is_some_and(|n| n > MAX_BODY_BEFORE_TOKEN as u64) {
                 return (token_in_a_header(), false);
             }
