@@ -9,9 +9,11 @@
 //! fewer than [`MAX_ESTABLISHED_PER_PEER`] of them. Promotions get places in arrival order, except
 //! that one whose peer holds its share lets the next ones by. One that waits
 //! [`PROMOTION_TIMEOUT`] without a place gives up ([`Refused::Busy`]): its request is refused and its
-//! connection closed. While promotions wait, idle established connections (between requests) are
-//! told to close, one for each promotion that needs a place (of its own peer's, when its peer holds
-//! its share), and none twice.
+//! connection closed. While promotions wait, idle established connections are told to close, one
+//! for each promotion that needs a place (of its own peer's, when its peer holds its share), and
+//! none twice. Idle is between requests: no request in progress, and the answers written out —
+//! hyper takes an answer's body before it has written it, so an answer counts until hyper next
+//! flushes the connection ([`Ticket::flushed`]).
 //!
 //! When a newcomer finds its class's [`MAX_UNPROVEN`] places taken, the oldest unproven connection
 //! of the peer that holds the most of them is closed to make room; if every place is promoting, the
@@ -56,8 +58,10 @@ struct Entry {
     /// The peer's address, IPv4 as such and IPv6 by its /64 (one host's addresses).
     peer: u128,
     stage: Stage,
-    /// Requests received whose answers are not sent yet.
+    /// Requests received whose answers are not handed to hyper yet.
     in_flight: usize,
+    /// An answer was handed to hyper that was not seen written out yet ([`Ticket::flushed`]).
+    unflushed: bool,
     /// Told to close, to give its established place to a waiting promotion.
     closing: bool,
     close: Arc<Notify>,
@@ -66,9 +70,10 @@ struct Entry {
 }
 
 impl Entry {
-    /// An established connection between requests, not told to close yet.
+    /// An established connection between requests (no request in progress, no answer being
+    /// written), not told to close yet.
     fn idle(&self) -> bool {
-        self.stage == Stage::Established && !self.closing && self.in_flight == 0
+        self.stage == Stage::Established && !self.closing && self.in_flight == 0 && !self.unflushed
     }
 }
 
@@ -234,6 +239,7 @@ impl Admission {
                 peer: peer_key(peer),
                 stage: Stage::Unproven,
                 in_flight: 0,
+                unflushed: false,
                 closing: false,
                 close: close.clone(),
                 promoted: promoted.clone(),
@@ -245,6 +251,7 @@ impl Admission {
             close,
             promoted,
             granted: AtomicBool::new(false),
+            unflushed: AtomicBool::new(false),
         }))
     }
 }
@@ -285,6 +292,9 @@ pub(crate) struct Ticket {
     promoted: Arc<Notify>,
     /// Whether the request in progress was let in.
     granted: AtomicBool,
+    /// Whether an answer was handed to hyper since the last flush (the entry's `unflushed`, read
+    /// without the table's lock on each flush).
+    unflushed: AtomicBool,
 }
 
 impl Ticket {
@@ -372,6 +382,28 @@ impl Ticket {
         self.with_entry(|_, entry| entry.is_none_or(|e| e.stage == Stage::Unproven))
     }
 
+    /// Whether the connection holds an established place (closing it gracefully lets the answer
+    /// in progress finish).
+    pub(crate) fn is_established(&self) -> bool {
+        self.with_entry(|_, entry| entry.is_some_and(|e| e.stage == Stage::Established))
+    }
+
+    /// hyper flushed the connection: its write buffer is empty, so the answers it was handed are
+    /// written out (to the socket), and the connection may be idle.
+    pub(crate) fn flushed(&self) {
+        if !self.unflushed.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        let mut table = self.admission.lock();
+        let idle = table.entries.get_mut(&self.id).is_some_and(|entry| {
+            entry.unflushed = false;
+            entry.idle()
+        });
+        if idle && !table.waiting.is_empty() {
+            table.reclaim();
+        }
+    }
+
     /// The signal that the connection is to close (to make room for another).
     pub(crate) fn close_signal(&self) -> Arc<Notify> {
         self.close.clone()
@@ -397,19 +429,19 @@ impl Drop for Withdraw<'_> {
     }
 }
 
-/// A request whose answer is not sent yet; dropped with the answer's body.
+/// A request whose answer is not handed to hyper yet; dropped with the answer's body, when hyper
+/// has taken its last bytes (which it may still be writing: the connection is idle once it
+/// flushed them, [`Ticket::flushed`]).
 #[derive(Debug)]
 pub(crate) struct InFlight(Arc<Ticket>);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
         let mut table = self.0.admission.lock();
-        let idle = table.entries.get_mut(&self.0.id).is_some_and(|entry| {
+        if let Some(entry) = table.entries.get_mut(&self.0.id) {
             entry.in_flight = entry.in_flight.saturating_sub(1);
-            entry.idle()
-        });
-        if idle && !table.waiting.is_empty() {
-            table.reclaim();
+            entry.unflushed = true;
+            self.0.unflushed.store(true, Ordering::Release);
         }
     }
 }
@@ -559,6 +591,8 @@ mod tests {
         // The first established connection to go idle is closed for the waiting promotion.
         let (first, request) = &mut established[0];
         drop(request.take());
+        assert!(!told_to_close(first), "its answer is not written out yet");
+        first.flushed();
         assert!(told_to_close(first));
         assert!(established[1..].iter().all(|(t, _)| !told_to_close(t)));
         established.remove(0);
@@ -598,8 +632,10 @@ mod tests {
         // peer's promotion: one of that peer's own is.
         let (other, other_request) = established(&admission, "10.0.0.2").await;
         drop(other_request);
+        other.flushed();
         assert!(!told_to_close(&other));
         drop(mine[5].1.take());
+        mine[5].0.flushed();
         assert!(told_to_close(&mine[5].0));
         mine.remove(5);
         promotion.await.unwrap();
@@ -620,8 +656,9 @@ mod tests {
         let _request = newcomer.begin_request();
         let mut promotion = std::pin::pin!(newcomer.prove());
         assert!(!futures_now(promotion.as_mut()));
-        for (_, request) in &mut established[..10] {
+        for (ticket, request) in &mut established[..10] {
             drop(request.take());
+            ticket.flushed();
         }
         let told = established.iter().filter(|(t, _)| told_to_close(t)).count();
         assert_eq!(told, 1);
@@ -633,8 +670,9 @@ mod tests {
     async fn two_waiting_promotions_close_two_idle_connections() {
         let admission = Admission::new();
         let mut established = all_established(&admission).await;
-        for (_, request) in &mut established {
+        for (ticket, request) in &mut established {
             drop(request.take());
+            ticket.flushed();
         }
         let mut promotions = Vec::new();
         for peer in ["10.0.0.2", "10.0.0.3"] {
@@ -659,6 +697,29 @@ mod tests {
         for promotion in promotions {
             assert_eq!(promotion.await, Ok(()));
         }
+    }
+
+    /// A connection whose answer was handed to hyper but not written out yet counted as idle, and
+    /// was closed (cutting the answer off) for a waiting promotion.
+    #[tokio::test]
+    async fn a_connection_writing_an_answer_is_not_idle() {
+        let admission = Admission::new();
+        let mut established = all_established(&admission).await;
+        // The first one's answer is handed to hyper, still being written; the second's is written.
+        drop(established[0].1.take());
+        drop(established[1].1.take());
+        established[1].0.flushed();
+        let newcomer = admission.admit(ip("10.0.0.2")).unwrap();
+        let _request = newcomer.begin_request();
+        let mut promotion = std::pin::pin!(newcomer.prove());
+        assert!(!futures_now(promotion.as_mut()));
+        assert!(!told_to_close(&established[0].0), "still writing");
+        assert!(told_to_close(&established[1].0), "idle");
+        // A flush before the answer was handed over says nothing of it.
+        let (third, request) = &mut established[2];
+        third.flushed();
+        drop(request.take());
+        assert!(!told_to_close(third));
     }
 
     /// A connection closed to make room while its request was read: the request is refused, not

@@ -26,7 +26,9 @@
 //!   strangers cannot take, and one peer holds at most [`MAX_ESTABLISHED_PER_PEER`] (32) of them. A
 //!   promotion that finds no place for it waits, in arrival order, in its connection's own task (the
 //!   accept loop goes on accepting), for at most [`PROMOTION_TIMEOUT`] (2 s); an idle keep-alive
-//!   connection is told to close for it (one for each waiting promotion). If none frees in time
+//!   connection (no request in progress, its answers written out) is told to close for it, one for
+//!   each waiting promotion, and closes gracefully (an answer it started meanwhile is finished
+//!   first). If none frees in time
 //!   its request is refused, not run: 503 with `Retry-After: 1`, and its connection closed. An
 //!   established connection may keep its connection alive for further requests, each of whose
 //!   headers must arrive within [`HEADER_TIMEOUT`] (10 s).
@@ -63,7 +65,7 @@ use axum::http::{HeaderValue, Request, Response, header};
 use hyper::body::{Bytes, Frame, Incoming, SizeHint};
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tower_service::Service;
@@ -133,7 +135,9 @@ pub(crate) async fn serve(listener: TcpListener, app: Router, stop: impl Future<
 }
 
 /// Serves one connection until it ends, is closed to make room, or lets no request in within
-/// [`FIRST_REQUEST_TIMEOUT`].
+/// [`FIRST_REQUEST_TIMEOUT`]. An unproven connection closed to make room is dropped at once; an
+/// established one told to give its place up is shut down gracefully: the answer in progress, if
+/// one started meanwhile, is written out first.
 pub(crate) async fn connection<I>(
     io: I,
     peer: SocketAddr,
@@ -148,12 +152,16 @@ pub(crate) async fn connection<I>(
         let ticket = ticket.clone();
         hyper::service::service_fn(move |request| answer(request, peer, app.clone(), &ticket))
     };
-    let served =
-        builder.serve_connection(TokioIo::new(WriteDeadline::new(io, WRITE_TIMEOUT)), service);
+    let io = Flushes {
+        io: WriteDeadline::new(io, WRITE_TIMEOUT),
+        ticket: ticket.clone(),
+    };
+    let served = builder.serve_connection(TokioIo::new(io), service);
     let mut served = pin!(served);
     let mut deadline = pin!(tokio::time::sleep(FIRST_REQUEST_TIMEOUT));
     let mut deadline_armed = true;
     let mut closed = pin!(close.notified());
+    let mut closing = false;
     loop {
         tokio::select! {
             result = served.as_mut() => {
@@ -169,8 +177,65 @@ pub(crate) async fn connection<I>(
                     break;
                 }
             }
-            () = closed.as_mut() => break,
+            () = closed.as_mut(), if !closing => {
+                if !ticket.is_established() {
+                    break;
+                }
+                served.as_mut().graceful_shutdown();
+                closing = true;
+            }
         }
+    }
+}
+
+/// A connection's IO that tells its ticket when hyper flushed it: hyper flushes the IO only once
+/// its own write buffer is empty, so what it was handed so far has been written.
+struct Flushes<I> {
+    io: I,
+    ticket: Arc<Ticket>,
+}
+
+impl<I: AsyncRead + Unpin> AsyncRead for Flushes<I> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl<I: AsyncWrite + Unpin> AsyncWrite for Flushes<I> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let poll = Pin::new(&mut self.io).poll_flush(cx);
+        if let Poll::Ready(Ok(())) = poll {
+            self.ticket.flushed();
+        }
+        poll
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
     }
 }
 
@@ -203,7 +268,7 @@ fn answer(
     }
 }
 
-/// An answer's body; the request counts as in flight until hyper is done with it.
+/// An answer's body; the request counts as in flight until hyper has taken all of it.
 #[derive(Debug)]
 pub(crate) struct Answered {
     body: Body,
@@ -236,20 +301,32 @@ mod tests {
     use axum::Extension;
     use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 
-    /// A router that lets in requests to `/in` and no others.
+    /// The size of `/big`'s answer: many times the pipe's buffer.
+    const BIG: usize = 1 << 20;
+
+    /// A router that lets in requests to `/in` and `/big` (a large answer) and no others.
     fn app() -> Router {
         Router::new().fallback(
             |Extension(ticket): Extension<Arc<Ticket>>, uri: axum::http::Uri| async move {
-                if uri.path() == "/in" {
+                if uri.path() == "/in" || uri.path() == "/big" {
                     ticket.prove().await.unwrap();
                 }
-                "answer"
+                if uri.path() == "/big" {
+                    return "b".repeat(BIG - "answer".len()) + "answer";
+                }
+                "answer".to_owned()
             },
         )
     }
 
     /// A connection served on one end of a pipe; the other end, and the task serving it.
     fn connect() -> (DuplexStream, tokio::task::JoinHandle<()>) {
+        let (client, task, _ticket) = connect_with_ticket();
+        (client, task)
+    }
+
+    /// [`connect`], and the connection's ticket.
+    fn connect_with_ticket() -> (DuplexStream, tokio::task::JoinHandle<()>, Arc<Ticket>) {
         let (client, server) = tokio::io::duplex(4096);
         let admission = Admission::new();
         let ticket = admission.admit("127.0.0.1".parse().unwrap()).unwrap();
@@ -258,8 +335,8 @@ mod tests {
         builder
             .timer(TokioTimer::new())
             .header_read_timeout(HEADER_TIMEOUT);
-        let task = tokio::spawn(connection(server, peer, app(), ticket, builder));
-        (client, task)
+        let task = tokio::spawn(connection(server, peer, app(), ticket.clone(), builder));
+        (client, task, ticket)
     }
 
     /// Reads one whole answer (headers and the 6-byte body).
@@ -334,5 +411,41 @@ mod tests {
         );
         task.await.unwrap();
         assert_eq!(started.elapsed(), Duration::ZERO, "at once");
+    }
+
+    /// An established connection told to give its place up while it wrote an answer was dropped,
+    /// cutting the answer off: it finishes the answer, then closes.
+    #[tokio::test(start_paused = true)]
+    async fn an_established_connection_told_to_close_finishes_its_answer() {
+        let (mut client, task, ticket) = connect_with_ticket();
+        client
+            .write_all(b"GET /big HTTP/1.1\r\nHost: a\r\n\r\n")
+            .await
+            .unwrap();
+        // The answer is being written (it is far larger than the pipe's buffer).
+        let mut started = [0; 64];
+        client.read_exact(&mut started).await.unwrap();
+        assert!(started.starts_with(b"HTTP/1.1 200"));
+        assert!(ticket.is_established());
+        ticket.close_signal().notify_one();
+        let mut rest = Vec::new();
+        client.read_to_end(&mut rest).await.unwrap();
+        let answer = [&started[..], &rest].concat();
+        assert!(answer.ends_with(b"answer"), "cut off");
+        let body = answer.split(|&b| b == b'\n').next_back().unwrap();
+        assert_eq!(body.len(), BIG);
+        task.await.unwrap();
+    }
+
+    /// An unproven connection closed to make room is dropped at once.
+    #[tokio::test(start_paused = true)]
+    async fn an_unproven_connection_told_to_close_is_dropped() {
+        let (mut client, task, ticket) = connect_with_ticket();
+        client.write_all(b"GET /in HTTP/1.1\r\nHo").await.unwrap();
+        ticket.close_signal().notify_one();
+        task.await.unwrap();
+        let mut rest = Vec::new();
+        client.read_to_end(&mut rest).await.unwrap();
+        assert!(rest.is_empty());
     }
 }

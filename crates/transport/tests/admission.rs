@@ -59,16 +59,23 @@ fn version(headers: &str) -> String {
 const HALF_A_BODY: &str = "POST /setRules HTTP/1.1\r\nHost: 127.0.0.1\r\n\
      Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\ntype=";
 
-/// A connection from `from` whose `GET /version` was answered 200 (it is established), now
-/// holding half a `setRules` body (its place is busy, not idle, for the body's 10 s deadline).
-async fn busy_established(from: [u8; 4], addr: SocketAddr, headers: &str) -> TcpStream {
+/// A connection from `from` whose `GET /version` was answered 200: it is established, and idle
+/// (kept alive between requests).
+async fn idle_established(from: [u8; 4], addr: SocketAddr) -> TcpStream {
     let mut stream = connect_from(from, addr).await;
-    stream.write_all(version(headers).as_bytes()).await.unwrap();
+    stream.write_all(version("").as_bytes()).await.unwrap();
     let (status, head) = read_head(&mut stream).await;
     assert_eq!(status, 200, "{head}");
     let mut body = [0u8; 5];
     stream.read_exact(&mut body).await.unwrap();
     assert_eq!(&body, b"1.8.9");
+    stream
+}
+
+/// An established connection from `from` holding half a `setRules` body: its place is busy, not
+/// idle, for the body's 10 s deadline.
+async fn busy_established(from: [u8; 4], addr: SocketAddr) -> TcpStream {
+    let mut stream = idle_established(from, addr).await;
     stream.write_all(HALF_A_BODY.as_bytes()).await.unwrap();
     stream
 }
@@ -329,7 +336,7 @@ async fn one_address_holds_at_most_half_the_established_places() {
     let addr = agent.local_addr();
     let mut held = Vec::new();
     for _ in 0..ESTABLISHED_PER_PEER {
-        held.push(busy_established([127, 0, 0, 1], addr, "").await);
+        held.push(busy_established([127, 0, 0, 1], addr).await);
     }
     let mut more = JoinSet::new();
     for _ in 0..8 {
@@ -365,7 +372,7 @@ async fn a_promotion_that_finds_every_place_busy_is_refused() {
     let mut held = Vec::new();
     for from in [[127, 0, 0, 2], [127, 0, 0, 3]] {
         for _ in 0..ESTABLISHED_PER_PEER {
-            held.push(busy_established(from, addr, "").await);
+            held.push(busy_established(from, addr).await);
         }
     }
     let mut dashboard = connect_from([127, 0, 0, 1], addr).await;
@@ -375,4 +382,52 @@ async fn a_promotion_that_finds_every_place_busy_is_refused() {
     assert!(head.contains("retry-after: 1\r\n"), "{head}");
     assert!(closed(&mut dashboard).await);
     drop(held);
+}
+
+/// An established connection whose large answer was still being written counted as idle (its
+/// request ended when hyper took the answer's body) and was closed for a waiting promotion: 15 MB
+/// of rules were cut off after 2.8.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_being_written_is_not_cut_off_for_a_waiting_promotion() {
+    let (_clock, fg) = engine();
+    let name = "r".repeat(1000);
+    let rules: Vec<String> = (0..10_000)
+        .map(|i| format!(r#"{{"resource":"{name}{i}","count":1}}"#))
+        .collect();
+    fg.load_rules_json(RuleType::Flow, &format!("[{}]", rules.join(",")))
+        .unwrap();
+    let expected = fg.rules_json(RuleType::Flow);
+    let agent = builder(&fg).start().unwrap();
+    let addr = agent.local_addr();
+    // The oldest established connection asks for the rules, and reads the answer's head only: the
+    // rest waits in the agent, being written as the client reads.
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    socket.bind(SocketAddr::from(([127, 0, 0, 1], 0))).unwrap();
+    let mut slow = socket.connect(addr).await.unwrap();
+    let request = "GET /getRules?type=flow HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    slow.write_all(request.as_bytes()).await.unwrap();
+    let (status, head) = read_head(&mut slow).await;
+    assert_eq!(status, 200, "{head}");
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length: "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(length, expected.len());
+    // Every other established place taken by an idle connection, one per address.
+    let mut idle = Vec::new();
+    for i in 1..64 {
+        idle.push(idle_established([127, 0, 2, i], addr).await);
+    }
+    // A 65th: an idle connection gives its place up for its promotion.
+    let newcomer = idle_established([127, 0, 3, 1], addr).await;
+    let mut body = vec![0u8; length];
+    slow.read_exact(&mut body).await.unwrap();
+    assert!(
+        body == expected.as_bytes(),
+        "the answer was cut off or garbled"
+    );
+    drop((idle, newcomer));
 }
