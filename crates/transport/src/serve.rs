@@ -6,49 +6,68 @@
 //! connection (a file descriptor of the application the agent lives in) for as long as it likes. A
 //! plain cap on connections is no better: whoever holds the places (64 connections sending half a
 //! request line, renewed every few seconds) shuts everyone else out, token or not, since the token
-//! comes with the request. So connections are told apart by what they have shown:
+//! comes with the request. So connections are told apart by what they have shown, and peers by
+//! address: a peer is an IPv4 address or an IPv6 /56 (what one site is commonly given, so that one
+//! holder of a /56 cannot pass for 256 peers; two hosts of one /56 count as one).
 //!
 //! * **Unproven**: a connection none of whose requests has been let in yet, the state every
 //!   connection starts in. Its first request must have been let in within [`FIRST_REQUEST_TIMEOUT`]
 //!   (3 s, Sentinel's own socket timeout; the dashboards send a request whole at once), or it is
-//!   closed. Loopback peers and the others each have [`MAX_UNPROVEN`] (32) places, so that remote
-//!   strangers never displace a local dashboard's connections nor local ones a remote dashboard's.
-//!   When a newcomer finds its class full, the **oldest** unproven connection of the peer holding
-//!   the most of them (an IPv4 address, an IPv6 /64) is closed to make room, rather than the
-//!   newcomer refused: a stranger who holds places holds each for a moment only, and a dashboard
-//!   whose request comes whole is served as soon as it is read (each connection accepted gets its
-//!   turn to read before the next is accepted).
+//!   closed. Three classes of peer each have [`MAX_UNPROVEN`] (64) places, and never take one
+//!   another's: the peers let in by address
+//!   ([`tokenless_from`](crate::AgentBuilder::tokenless_from)), the other loopback peers, and the
+//!   rest. A newcomer that finds its class full makes room rather than being refused: the **oldest**
+//!   unproven connection of the peer holding the most of them (ties: the peer whose oldest is older)
+//!   is closed — a stranger holds each place for a moment only, and a dashboard whose request comes
+//!   whole is served as soon as it is read (each connection accepted gets its turn to read before
+//!   the next is accepted). A peer's own newcomers always make room from its own oldest. Another
+//!   peer's connection is spared if, after the exchange, that peer would hold fewer than the
+//!   newcomer's (a peer hogging the class gives way at once) and either it is younger than
+//!   [`MIN_AGE`] (500 ms: time to read a request sent at once) or the newcomer's peer itself lost a
+//!   connection to another peer's newcomer within the last [`MIN_AGE`]; the newcomer's peer then
+//!   gives way from its own, or, holding none, the newcomer is closed at once. Without this,
+//!   strangers on many addresses renewing at once each connection closed to make room would close
+//!   one another's in a loop, one each accept, and a dashboard's fresh connection with them,
+//!   within milliseconds.
 //! * **Established**: a connection whose request was let in: its token checked in a header (at
 //!   once, before its body is read), or the request read whole and let in — its token in a body of
-//!   at most 4 KiB, its peer one that needs none
-//!   ([`tokenless_from`](crate::AgentBuilder::tokenless_from)), or no token configured. Headers
-//!   alone prove nothing: anyone can send them. There are [`MAX_ESTABLISHED`] (64) places, which
-//!   strangers cannot take, and one peer holds at most [`MAX_ESTABLISHED_PER_PEER`] (32) of them. A
-//!   promotion that finds no place for it waits, in arrival order, in its connection's own task (the
-//!   accept loop goes on accepting), for at most [`PROMOTION_TIMEOUT`] (2 s); an idle keep-alive
+//!   at most 4 KiB, its peer one let in by address, or no token configured. Headers alone prove
+//!   nothing: anyone can send them. There are [`MAX_ESTABLISHED`] (64) places, which strangers
+//!   cannot take, and one peer holds at most [`MAX_ESTABLISHED_PER_PEER`] (32) of them. A promotion
+//!   that finds no place for it waits, in arrival order, in its connection's own task (the accept
+//!   loop goes on accepting), for at most [`PROMOTION_TIMEOUT`] (2 s); an idle keep-alive
 //!   connection (no request in progress, its answers written out) is told to close for it, one for
 //!   each waiting promotion, and closes gracefully (an answer it started meanwhile is finished
-//!   first). If none frees in time
-//!   its request is refused, not run: 503 with `Retry-After: 1`, and its connection closed. An
-//!   established connection may keep its connection alive for further requests, each of whose
-//!   headers must arrive within [`HEADER_TIMEOUT`] (10 s).
+//!   first). If none frees in time its request is refused, not run: 503 with `Retry-After: 1`, and
+//!   its connection closed. An established connection is never closed to make room for unproven
+//!   ones, and may keep its connection alive for further requests, each of whose headers must
+//!   arrive within [`HEADER_TIMEOUT`] (10 s).
 //! * A request that is not let in (a wrong or missing token, a web page's request, a malformed
 //!   one, …) is answered and its connection closed (`Connection: close`).
-//! * A newcomer that finds every place of its class promoting is closed at once. The listening
-//!   socket's backlog is [`BACKLOG`] (1024) connections, which wait there for their turn to be
-//!   accepted.
+//! * A newcomer that finds no place to make (every unproven place of its class promoting, or spared)
+//!   is closed at once. The listening socket's backlog is [`BACKLOG`] (1024) connections, which
+//!   wait there for their turn to be accepted.
 //!
-//! Without a token, anyone who can send a whole request is let in: strangers on two addresses can
+//! So at most 3 × 64 unproven and 64 established connections, 256 file descriptors, are open at
+//! once, on the command port and the Prometheus port together (they share the places).
+//!
+//! What the policy cannot do: strangers on at least as many addresses as a class has places, each
+//! renewing its connection within [`MIN_AGE`], keep every place of that class young, and newcomers
+//! from other addresses are closed at once for as long as they keep it up — which is what spares
+//! the connections already placed. A dashboard with the token is proven at its headers (it cannot
+//! be displaced once they are read), but needs a place first; one let in by address has a class of
+//! its own, which only strangers on its own addresses can fill; one with neither (an agent without
+//! a token) is delayed by such a flood on loopback or remote addresses, whichever its class. And
+//! without a token, anyone who can send a whole request is let in: strangers on two addresses can
 //! hold every established place (busy with half-sent bodies, renewed every 10 s), and a dashboard's
-//! promotion is then refused until they stop. With a token only its holders, and the peers let in
-//! by address, get established places.
+//! promotion is refused until they stop. A keep-alive connection a dashboard holds is not affected
+//! by either.
 //!
-//! So at most 32 + 32 unproven and 64 established connections are open at once. A write of an
-//! answer blocked for [`WRITE_TIMEOUT`] (a client that does not read) closes its connection, and a
-//! stop waits at most [`SHUTDOWN_GRACE`] for requests in progress before it closes the rest. Bodies
-//! have their own deadline where they are read (the command handler). Requests carry their client's
-//! address as an `axum::extract::ConnectInfo<SocketAddr>`, and their connection's
-//! `Ticket`, which the handler proves when it lets a request in.
+//! A write of an answer blocked for [`WRITE_TIMEOUT`] (a client that does not read) closes its
+//! connection, and a stop waits at most [`SHUTDOWN_GRACE`] for requests in progress before it
+//! closes the rest. Bodies have their own deadline where they are read (the command handler).
+//! Requests carry their client's address as an `axum::extract::ConnectInfo<SocketAddr>`, and their
+//! connection's `Ticket`, which the handler proves when it lets a request in.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -56,7 +75,7 @@ use std::net::SocketAddr;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Body;
@@ -73,7 +92,7 @@ use tower_service::Service;
 use crate::admission::{Admission, InFlight, Ticket};
 #[cfg(doc)]
 use crate::admission::{
-    MAX_ESTABLISHED, MAX_ESTABLISHED_PER_PEER, MAX_UNPROVEN, PROMOTION_TIMEOUT,
+    MAX_ESTABLISHED, MAX_ESTABLISHED_PER_PEER, MAX_UNPROVEN, MIN_AGE, PROMOTION_TIMEOUT,
 };
 use crate::write_deadline::WriteDeadline;
 
@@ -88,9 +107,13 @@ pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 /// The listening socket's backlog: connections the kernel keeps until the agent accepts them.
 pub(crate) const BACKLOG: u32 = 1024;
 
-/// Serves `app` on `listener` until `stop` completes.
-pub(crate) async fn serve(listener: TcpListener, app: Router, stop: impl Future<Output = ()>) {
-    let admission = Admission::new();
+/// Serves `app` on `listener`, its connections admitted by `admission`, until `stop` completes.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    app: Router,
+    admission: Arc<Admission>,
+    stop: impl Future<Output = ()>,
+) {
     let mut connections = JoinSet::new();
     let mut builder = http1::Builder::new();
     builder
@@ -111,8 +134,8 @@ pub(crate) async fn serve(listener: TcpListener, app: Router, stop: impl Future<
                 }
             },
         };
-        let Some(ticket) = admission.admit(peer.ip()) else {
-            // Its class's places are all promoting: closed at once, and the next one accepted.
+        let Some(ticket) = admission.admit(peer.ip(), Instant::now()) else {
+            // No place to make for it: closed at once, and the next one accepted.
             tracing::debug!(%peer, "no place for a connection; closing it");
             drop(stream);
             continue;
@@ -328,8 +351,10 @@ mod tests {
     /// [`connect`], and the connection's ticket.
     fn connect_with_ticket() -> (DuplexStream, tokio::task::JoinHandle<()>, Arc<Ticket>) {
         let (client, server) = tokio::io::duplex(4096);
-        let admission = Admission::new();
-        let ticket = admission.admit("127.0.0.1".parse().unwrap()).unwrap();
+        let admission = Admission::new(Vec::new());
+        let ticket = admission
+            .admit("127.0.0.1".parse().unwrap(), Instant::now())
+            .unwrap();
         let peer = SocketAddr::from(([127, 0, 0, 1], 40000));
         let mut builder = http1::Builder::new();
         builder

@@ -799,11 +799,13 @@ mod tests {
     #[tokio::test]
     async fn a_request_on_a_connection_closed_to_make_room_does_not_run() {
         let fg = Floodgate::default();
-        let admission = Admission::new();
+        let admission = Admission::new(Vec::new());
         let peer = SocketAddr::from(([127, 0, 0, 1], 40000));
-        let ticket = admission.admit(peer.ip()).unwrap();
+        let now = Instant::now();
+        let ticket = admission.admit(peer.ip(), now).unwrap();
+        // Its peer's newer connections fill its class: it makes room for them.
         let _newer: Vec<_> = (0..MAX_UNPROVEN)
-            .map(|_| admission.admit(peer.ip()).unwrap())
+            .map(|_| admission.admit(peer.ip(), now).unwrap())
             .collect();
         let request = axum::http::Request::post("/setRules")
             .header(header::HOST, "127.0.0.1")
