@@ -55,9 +55,11 @@ fn version(headers: &str) -> String {
     format!("GET /version HTTP/1.1\r\nHost: 127.0.0.1\r\n{headers}\r\n")
 }
 
-/// A `setRules` whose body is announced but never finished.
+/// A `setRules` whose body is announced (100 bytes) but never finished; the client waits for the
+/// agent's `100 Continue` (sent when the handler starts reading the body) before the first bytes.
 const HALF_A_BODY: &str = "POST /setRules HTTP/1.1\r\nHost: 127.0.0.1\r\n\
-     Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\ntype=";
+     Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\
+     Expect: 100-continue\r\n\r\n";
 
 /// A connection from `from` whose `GET /version` was answered 200: it is established, and idle
 /// (kept alive between requests).
@@ -73,10 +75,13 @@ async fn idle_established(from: [u8; 4], addr: SocketAddr) -> TcpStream {
 }
 
 /// An established connection from `from` holding half a `setRules` body: its place is busy, not
-/// idle, for the body's 10 s deadline.
+/// idle, for the body's 10 s deadline (the agent is reading the body when this returns).
 async fn busy_established(from: [u8; 4], addr: SocketAddr) -> TcpStream {
     let mut stream = idle_established(from, addr).await;
     stream.write_all(HALF_A_BODY.as_bytes()).await.unwrap();
+    let (status, head) = read_head(&mut stream).await;
+    assert_eq!(status, 100, "{head}");
+    stream.write_all(b"type=").await.unwrap();
     stream
 }
 
