@@ -20,15 +20,15 @@
 //!   unproven connection of the peer holding the most of them (ties: the peer whose oldest is older)
 //!   is closed — a stranger holds each place for a moment only, and a dashboard whose request comes
 //!   whole is served as soon as it is read (each connection accepted gets its turn to read before
-//!   the next is accepted). A peer's own newcomers always make room from its own oldest. Another
-//!   peer's connection is spared if, after the exchange, that peer would hold fewer than the
-//!   newcomer's (a peer hogging the class gives way at once) and either it is younger than
-//!   [`MIN_AGE`] (500 ms: time to read a request sent at once) or the newcomer's peer itself lost a
-//!   connection to another peer's newcomer within the last [`MIN_AGE`]; the newcomer's peer then
-//!   gives way from its own, or, holding none, the newcomer is closed at once. Without this,
-//!   strangers on many addresses renewing at once each connection closed to make room would close
-//!   one another's in a loop, one each accept, and a dashboard's fresh connection with them,
-//!   within milliseconds.
+//!   the next is accepted). When the peer holding the most is the newcomer's own, its oldest goes
+//!   whatever its age. Another peer's connection is spared if, after the exchange, that peer would
+//!   hold fewer than the newcomer's (a peer hogging the class gives way at once) and either it is
+//!   younger than [`MIN_AGE`] (500 ms: time to read a request sent at once) or the newcomer's peer
+//!   itself lost a connection to another peer's newcomer within the last [`MIN_AGE`]; the
+//!   newcomer's peer then gives way from its own, or, holding none, the newcomer is closed at once.
+//!   Without this, strangers on many addresses renewing at once each connection closed to make
+//!   room would close one another's in a loop, one each accept, and a dashboard's fresh connection
+//!   with them, within milliseconds.
 //! * **Established**: a connection whose request was let in: its token checked in a header (at
 //!   once, before its body is read), or the request read whole and let in — its token in a body of
 //!   at most 4 KiB, its peer one let in by address, or no token configured. Headers alone prove
@@ -53,15 +53,14 @@
 //!
 //! What the policy cannot do: strangers on at least as many addresses as a class has places, each
 //! renewing its connection within [`MIN_AGE`], keep every place of that class young, and newcomers
-//! from other addresses are closed at once for as long as they keep it up — which is what spares
-//! the connections already placed. A dashboard with the token is proven at its headers (it cannot
-//! be displaced once they are read), but needs a place first; one let in by address has a class of
-//! its own, which only strangers on its own addresses can fill; one with neither (an agent without
-//! a token) is delayed by such a flood on loopback or remote addresses, whichever its class. And
-//! without a token, anyone who can send a whole request is let in: strangers on two addresses can
-//! hold every established place (busy with half-sent bodies, renewed every 10 s), and a dashboard's
-//! promotion is refused until they stop. A keep-alive connection a dashboard holds is not affected
-//! by either.
+//! from other addresses are closed at once for as long as they keep it up (closing them is what
+//! spares the connections already placed). That delays any dashboard of the class, token or not:
+//! the token proves a connection at its headers, so that it cannot be displaced once they are
+//! read, but it needs a place first. A dashboard let in by address has a class of its own, which
+//! only strangers on its own addresses can fill. And without a token, anyone who can send a whole
+//! request is let in: strangers on two addresses can hold every established place (busy with
+//! half-sent bodies, renewed every 10 s), and a dashboard's promotion is refused until they stop.
+//! An established keep-alive connection a dashboard already holds is affected by neither.
 //!
 //! A write of an answer blocked for [`WRITE_TIMEOUT`] (a client that does not read) closes its
 //! connection, and a stop waits at most [`SHUTDOWN_GRACE`] for requests in progress before it
