@@ -410,8 +410,8 @@ async fn a_promotion_that_finds_every_place_busy_is_refused() {
 }
 
 /// An established connection whose large answer was still being written counted as idle (its
-/// request ended when hyper took the answer's body) and was closed for a waiting promotion: 15 MB
-/// of rules were cut off after 2.8.
+/// request ended when hyper took the answer's body) and was closed for a waiting promotion, cutting
+/// the answer off.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_being_written_is_not_cut_off_for_a_waiting_promotion() {
     let (_clock, fg) = engine();
