@@ -11,6 +11,7 @@ use floodgate_core::{Floodgate, RuleType};
 use thiserror::Error;
 use tokio::sync::oneshot;
 
+use crate::admission::Admission;
 use crate::cidr::Cidr;
 use crate::command::{AuthFailures, CommandState, LogThrottle, app, metrics_app};
 use crate::config::{AgentConfig, ConfigError};
@@ -274,7 +275,9 @@ impl AgentBuilder {
     /// is not on its own machine; everyone else still needs the token, which must be set
     /// ([`start`](Self::start) refuses this without one). Requests from these peers are still refused
     /// when they look like a web page's, and must address the agent by IP, `localhost`, the machine's
-    /// name or an [allowed host](AgentConfig::allowed_hosts).
+    /// name or an [allowed host](AgentConfig::allowed_hosts). Their connections have places of their
+    /// own among those the agent keeps for connections that have not had a request let in yet:
+    /// strangers on other addresses cannot take them.
     ///
     /// **The risk:** anyone who can send from an address in `network` — another process or user on
     /// the dashboard's machine, a container sharing its address, a host that takes over or spoofs
@@ -508,9 +511,12 @@ impl AgentBuilder {
             .name("floodgate-agent".into())
             .spawn(move || {
                 runtime.block_on(async move {
+                    // One admission for both ports: their connections share the places.
+                    let admission = Admission::new(state.tokenless_from.clone());
                     let prometheus = prometheus_listener.map(|l| {
                         let app = metrics_app(state.clone());
-                        tokio::spawn(serve(l, app, std::future::pending()))
+                        let admission = admission.clone();
+                        tokio::spawn(serve(l, app, admission, std::future::pending()))
                     });
                     let clock_fg = fg.clone();
                     let heartbeats = tokio::spawn(heartbeat.run(move || clock_fg.clock().now_ms()));
@@ -522,7 +528,7 @@ impl AgentBuilder {
                             collector_state.flush_audit(std::time::Instant::now());
                         }
                     });
-                    serve(listener, app(state), async move {
+                    serve(listener, app(state), admission, async move {
                         let _ = stopped.await;
                     })
                     .await;

@@ -4,9 +4,11 @@
 //!
 //! A network is an address and a prefix length; a peer is inside when its first `prefix` bits are the
 //! network's. An IPv4 peer reaching a dual-stack listener as `::ffff:a.b.c.d` is the IPv4 address
-//! `a.b.c.d`, and a network written in that form is the IPv4 one. Refused: a prefix length over the
-//! family's (32, 128), host bits set (`10.1.2.3/8` is a typo for `10.0.0.0/8` or `10.1.2.3/32`,
-//! and which one matters), and `/0`, which would let every address in without the token.
+//! `a.b.c.d`, and a network written in that form (`::ffff:10.0.0.0/104`) is the IPv4 one. Refused: a
+//! prefix length over the family's (32, 128), host bits set (`10.1.2.3/8` is a typo for `10.0.0.0/8`
+//! or `10.1.2.3/32`, and which one matters), `/0`, which would let every address in without the
+//! token, and an IPv6 network shorter than /96 that covers the IPv4-mapped addresses `::ffff:0:0/96`
+//! (`::/64`, `::fffe:0:0/95`, …): IPv4 peers are matched as IPv4, so it would let none of those in.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr};
@@ -22,6 +24,13 @@ pub struct Cidr {
     network: IpAddr,
     prefix: u8,
 }
+
+/// `::ffff:0:0`, the first of the IPv4-mapped addresses (`::ffff:0:0/96`).
+const IPV4_MAPPED: u128 = 0xffff << 32;
+
+const COVERS_IPV4_MAPPED: &str = "an IPv6 network shorter than /96 that covers the IPv4-mapped \
+     addresses (::ffff:0:0/96) lets none of them in, as IPv4 peers are matched as IPv4: write the \
+     IPv4 network (e.g. 10.0.0.0/8, or ::ffff:10.0.0.0/104)";
 
 /// A network that does not parse, or is refused.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -117,6 +126,13 @@ impl FromStr for Cidr {
                 "a /0 lets every address in without the token (list the dashboards' addresses)",
             ));
         }
+        if let IpAddr::V6(v6) = address {
+            // Shorter than /96 (a longer one in the mapped range was made IPv4 above).
+            let mask = u128::MAX << (128 - u32::from(prefix));
+            if u128::from(v6) & mask == IPV4_MAPPED & mask {
+                return Err(refuse(COVERS_IPV4_MAPPED));
+            }
+        }
         let cidr = Cidr {
             network: address,
             prefix,
@@ -186,6 +202,10 @@ mod tests {
         assert!(!v6.contains(ip("2001:db9::1")));
         assert!(cidr("::1").contains(ip("::1")));
         assert_eq!(cidr("::ffff:10.0.0.0/104"), cidr("10.0.0.0/8"));
+        assert!(cidr("::ffff:10.0.0.0/104").contains(ip("::ffff:10.1.2.3")));
+        // Beside the mapped range, not over it.
+        assert!(cidr("::/81").contains(ip("::1")));
+        assert!(cidr("64:ff9b::/96").contains(ip("64:ff9b::a01:203")));
         assert!(cidr("0.0.0.0/1").contains(ip("127.0.0.1")));
         assert!(cidr("255.255.255.255/32").contains(ip("255.255.255.255")));
     }
@@ -206,6 +226,11 @@ mod tests {
                 "::/0",
                 "a /0 lets every address in without the token (list the dashboards' addresses)",
             ),
+            // Peers in the mapped range are matched as IPv4: these would let none of them in.
+            ("::ffff:10.0.0.0/95", COVERS_IPV4_MAPPED),
+            ("::ffff:0:0/80", COVERS_IPV4_MAPPED),
+            ("::fffe:0:0/95", COVERS_IPV4_MAPPED),
+            ("::/64", COVERS_IPV4_MAPPED),
             (
                 "dashboard.local",
                 "not an IP address (expected e.g. 10.0.0.5/32 or 2001:db8::/64)",

@@ -5,7 +5,9 @@
 //!   `jsonTree`, …) on `127.0.0.1:8719` by default — loopback unless told otherwise, and refusing to bind
 //!   another address without a shared token (Sentinel's Java dashboard, which cannot send one, may be
 //!   let in by address: [`AgentBuilder::tokenless_from`]). Strangers holding connections open do not
-//!   keep a dashboard out, and rule loads do not hold the other commands or the heartbeats up.
+//!   keep a dashboard out (short of a flood from as many addresses as the agent keeps places for,
+//!   renewed faster than every half second), and rule loads do not hold the other commands or the
+//!   heartbeats up. At most 256 connections (file descriptors) are open at once.
 //! * Heartbeats to the dashboard (`POST /registry/machine`) every 10 s, with failover and back-off.
 //! * Per-second metrics kept for 5 minutes (and optionally Sentinel-format metric log files).
 //! * A Prometheus exposition at `GET /metrics` (and optionally on a port of its own): see

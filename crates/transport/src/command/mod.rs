@@ -10,8 +10,10 @@
 //! whatever token it sends (see `auth_failures`; requests without a token are not counted), 405 for a method other than GET and POST, 408
 //! for a body slower than 10 s, 413 for a body over the limit (at once, before reading it, when its
 //! `Content-Length` says so), 415 for a POST that is not a form (`application/x-www-form-urlencoded`
-//! exactly, with parameters; a charset other than UTF-8 is refused), and 404 for any path but
-//! `/metrics` on the Prometheus port. `metrics` answers the Prometheus text format (with its content
+//! exactly, with parameters; a charset other than UTF-8 is refused), 404 for any path but
+//! `/metrics` on the Prometheus port, and 503 (with `Retry-After`) to a request that was let in but
+//! whose connection has no place to keep (closed to make room meanwhile; the server's docs give the
+//! policy): it does not run. `metrics` answers the Prometheus text format (with its content
 //! type). A request with two `Host` headers, or a parameter whose decoded bytes are not UTF-8, is
 //! refused with 400.
 //!
@@ -80,7 +82,7 @@ pub(crate) use log_throttle::LogThrottle;
 use params::ParamError;
 pub(crate) use params::Params;
 
-use crate::admission::Ticket;
+use crate::admission::{Refused, Ticket};
 use crate::cidr::Cidr;
 use crate::host::{HostInfo, ReportedIp};
 use crate::metric_store::MetricStore;
@@ -513,12 +515,27 @@ struct Request<'a> {
 }
 
 impl Request<'_> {
-    /// Tells the server the request was let in (its connection is proven).
-    async fn prove(&self) {
-        if let Some(ticket) = self.ticket {
-            ticket.prove().await;
+    /// Tells the server the request was let in (its connection is proven); else the answer to give
+    /// instead of running it.
+    async fn prove(&self) -> Result<(), Response> {
+        match self.ticket {
+            Some(ticket) => ticket.prove().await.map_err(unavailable),
+            None => Ok(()),
         }
     }
+}
+
+/// The answer to a request let in that may not run (see [`Refused`]): 503, try again in a second.
+fn unavailable(refused: Refused) -> Response {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [
+            (header::CONTENT_TYPE, TEXT.to_owned()),
+            (header::RETRY_AFTER, "1".to_owned()),
+        ],
+        refused.to_string(),
+    )
+        .into_response()
 }
 
 /// The answer to a request, and whether the audit trail has dealt with it already: a token failure
@@ -578,14 +595,18 @@ async fn respond(
         {
             return (unauthorized(state, peer, command, true), true);
         }
-        let let_in_already =
-            state.token.is_some() && (header_token(headers).is_some() || tokenless);
-        if let_in_already {
-            request.prove().await;
+        // The right token in a header proves the request before its body is read (a slow body
+        // keeps its connection past the first-request deadline); from a peer that needs none, the
+        // request must come whole first: headers alone are anyone's.
+        let token_shown = state.token.is_some() && header_token(headers).is_some();
+        if token_shown {
+            if let Err(answer) = request.prove().await {
+                return (answer, false);
+            }
         }
         // Without a token yet, only a small body is read for one: a stranger cannot make the agent
         // read a large body only to refuse it.
-        let limit = if state.token.is_some() && !let_in_already {
+        let limit = if state.token.is_some() && !token_shown && !tokenless {
             if declared.is_some_and(|n| n > MAX_BODY_BEFORE_TOKEN as u64) {
                 return (token_in_a_header(), false);
             }
@@ -634,7 +655,9 @@ async fn respond(
         let guessed = sent_token(headers, &params);
         return (unauthorized(state, peer, command, guessed), true);
     }
-    request.prove().await;
+    if let Err(answer) = request.prove().await {
+        return (answer, false);
+    }
     let result = run(state, command, &params).await;
     if changes_state(command) {
         let peer = peer_text(peer);
@@ -761,6 +784,7 @@ async fn run(state: &CommandState, command: &str, params: &Params) -> Result<Str
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::admission::{Admission, MAX_UNPROVEN};
 
     #[test]
     fn tokens_compare_whole() {
@@ -768,5 +792,37 @@ mod tests {
         assert!(!token_matches("secret", "secre"));
         assert!(!token_matches("secret", "secrets"));
         assert!(!token_matches("secret", ""));
+    }
+
+    /// A `setRules` whose connection was closed to make room while it was read is refused, not
+    /// applied with no one to tell.
+    #[tokio::test]
+    async fn a_request_on_a_connection_closed_to_make_room_does_not_run() {
+        let fg = Floodgate::default();
+        let admission = Admission::new(Vec::new());
+        let peer = SocketAddr::from(([127, 0, 0, 1], 40000));
+        let now = Instant::now();
+        let ticket = admission.admit(peer.ip(), now).unwrap();
+        // Its peer's newer connections fill its class: it makes room for them.
+        let _newer: Vec<_> = (0..MAX_UNPROVEN)
+            .map(|_| admission.admit(peer.ip(), now).unwrap())
+            .collect();
+        let request = axum::http::Request::post("/setRules")
+            .header(header::HOST, "127.0.0.1")
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .extension(ConnectInfo(peer))
+            .extension(ticket.clone())
+            .body(Body::from(
+                "type=flow&data=%5B%7B%22resource%22%3A%22r%22%2C%22count%22%3A3%7D%5D",
+            ))
+            .unwrap();
+        let response =
+            tower_service::Service::call(&mut app(properties::state(&fg, None)), request)
+                .await
+                .unwrap();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(response.headers()[header::RETRY_AFTER], "1");
+        assert!(fg.flow_rules().is_empty(), "not applied");
+        assert!(!ticket.granted(), "its connection closes");
     }
 }

@@ -16,7 +16,16 @@ use crate::host::{HostInfo, ReportedIp};
 use crate::metric_store::MetricStore;
 use crate::rule_file::RuleFiles;
 
-fn state(fg: &Floodgate, token: Option<&str>) -> Arc<CommandState> {
+pub(super) fn state(fg: &Floodgate, token: Option<&str>) -> Arc<CommandState> {
+    state_with_files(fg, token, RuleFiles::new(BTreeMap::new()))
+}
+
+/// [`state`], with rule files.
+pub(super) fn state_with_files(
+    fg: &Floodgate,
+    token: Option<&str>,
+    rule_files: RuleFiles,
+) -> Arc<CommandState> {
     let host = HostInfo {
         hostname: "test-host".to_owned(),
         ip: "127.0.0.1".to_owned(),
@@ -29,7 +38,7 @@ fn state(fg: &Floodgate, token: Option<&str>) -> Arc<CommandState> {
         port: 8719,
         metrics: Arc::new(MetricStore::new(std::time::Duration::from_secs(300))),
         token: token.map(str::to_owned),
-        rule_files: Arc::new(RuleFiles::new(BTreeMap::new())),
+        rule_files: Arc::new(rule_files),
         rule_loads: Arc::default(),
         max_body_bytes: 64 * 1024,
         allowed_hosts: Vec::new(),

@@ -125,3 +125,69 @@ pub(crate) fn circuit_breakers(state: &CommandState) -> String {
         .collect();
     Value::Array(list).to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode, header};
+    use floodgate_core::Floodgate;
+    use tower_service::Service;
+
+    use super::*;
+    use crate::command::app;
+    use crate::command::properties::state_with_files;
+    use crate::rule_file::RuleFiles;
+
+    fn set_rules(resource: &str) -> Request<Body> {
+        let data = format!(r#"[{{"resource":"{resource}","count":1}}]"#);
+        let body = form_urlencoded::Serializer::new(String::new())
+            .append_pair("type", "flow")
+            .append_pair("data", &data)
+            .finish();
+        Request::post("/setRules")
+            .header(header::HOST, "127.0.0.1")
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(Body::from(body))
+            .unwrap()
+    }
+
+    /// Two `setRules` of one type, the second arriving while the first waits for its turn: the
+    /// second's rules are the ones in force, and in the rule file.
+    #[tokio::test]
+    async fn rule_loads_run_in_the_order_they_arrived() {
+        let dir = std::env::temp_dir().join(format!("floodgate-order-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("flow.json");
+        let files = RuleFiles::new(BTreeMap::from([(RuleType::Flow.into(), path.clone())]));
+        let fg = Floodgate::default();
+        let state = state_with_files(&fg, None, files);
+        // A load in progress holds the turn while the two arrive, one after the other.
+        let turn = state.rule_loads.clone().lock_owned().await;
+        let mut first = Box::pin(app(state.clone()).call(set_rules("first")));
+        let mut second = Box::pin(app(state.clone()).call(set_rules("second")));
+        assert!(futures_now(&mut first).is_none(), "waits for its turn");
+        assert!(futures_now(&mut second).is_none(), "waits behind the first");
+        drop(turn);
+        let (first, second) = tokio::join!(first, second);
+        assert_eq!(first.unwrap().status(), StatusCode::OK);
+        assert_eq!(second.unwrap().status(), StatusCode::OK);
+        let in_force = fg.rules_json(RuleType::Flow);
+        assert!(in_force.contains(r#""resource":"second""#), "{in_force}");
+        assert!(!in_force.contains(r#""resource":"first""#), "{in_force}");
+        let file: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(file, serde_json::from_str::<Value>(&in_force).unwrap());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Polls `f` once: its output if it is ready.
+    fn futures_now<F: std::future::Future + Unpin>(f: &mut F) -> Option<F::Output> {
+        let waker = std::task::Waker::noop();
+        let mut cx = std::task::Context::from_waker(waker);
+        match std::pin::Pin::new(f).poll(&mut cx) {
+            std::task::Poll::Ready(output) => Some(output),
+            std::task::Poll::Pending => None,
+        }
+    }
+}
