@@ -8,6 +8,7 @@
 //! from one in force only by its `id` (a dashboard numbering its rules afresh) starts from a copy of
 //! that controller's state. Loading the list in force is a no-op.
 
+use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -18,8 +19,8 @@ use super::{
 };
 use crate::engine::Resource;
 use crate::rules::{
-    Published, ResourceTable, RuleError, RuleIndex, all_or_errors, carry_over, check_regex_count,
-    compile_patterns,
+    Pairing, Published, ResourceTable, RuleError, RuleHasher, RuleIndex, all_or_errors, carry_over,
+    check_regex_count, compile_patterns,
 };
 
 /// How a rule shapes traffic, with its state.
@@ -284,19 +285,28 @@ impl FlowRules {
                 .map(|r| r.regex.then_some(r.resource.as_str()))
                 .enumerate(),
         )?;
+        let hasher = RuleHasher::new();
+        let without_id = |r: &FlowRule| hasher.hash(|h| r.hash_without_id(h));
+        let every_field = |r: &FlowRule| {
+            hasher.hash(|h| {
+                r.id.hash(h);
+                r.hash_without_id(h);
+            })
+        };
         let in_order = carry_over(
             &old.in_order,
             rules,
-            |s, r| *s.rule == *r,
+            Pairing {
+                state: |s: &FlowRuleState| every_field(&s.rule),
+                rule: &every_field,
+                holds: |s: &FlowRuleState, r: &FlowRule| *s.rule == *r,
+            },
             // Only the id differs: a dashboard that numbers its rules afresh (after a restart) must not
-            // send warm-up back to cold or drop pacing reservations (FL-08).
-            |s, r| {
-                s.rule.id != r.id
-                    && s.rule.resource == r.resource
-                    && FlowRule {
-                        id: r.id,
-                        ..(*s.rule).clone()
-                    } == *r
+            // send warm-up back to cold or drop pacing reservations.
+            Pairing {
+                state: |s: &FlowRuleState| without_id(&s.rule),
+                rule: &without_id,
+                holds: |s: &FlowRuleState, r: &FlowRule| s.rule.id != r.id && s.rule.eq_but_id(r),
             },
             |rule, similar| FlowRuleState {
                 controller: {

@@ -41,7 +41,7 @@ pub(crate) use json::{
 pub(crate) use pattern::whole_name_regex;
 pub(crate) use pattern::{check_pattern, check_regex_count, compile_patterns};
 pub(crate) use published::Published;
-pub(crate) use reload::carry_over;
+pub(crate) use reload::{Firsts, Pairing, RuleHasher, carry_over, first_of_each, hash_f64};
 pub(crate) use resource_table::ResourceTable;
 pub(crate) use rule_index::{RuleIndex, applicable, push_matching};
 
