@@ -17,8 +17,8 @@ use super::rule::{AuthorityRule, AuthorityStrategy};
 use crate::engine::Resource;
 use crate::keyed_hash::{KeyedMap, keyed_map};
 use crate::rules::{
-    Published, ResourceTable, RuleError, applicable, check_regex_count, compile_patterns,
-    no_errors, push_matching,
+    Published, ResourceTable, RuleError, applicable, check_regex_count, check_rules_per_resource,
+    compile_patterns, no_errors, push_matching,
 };
 
 /// An immutable set of authority rules.
@@ -120,6 +120,7 @@ impl AuthorityRules {
     /// Validates `rules` and puts them in force; on error nothing changes.
     pub(crate) fn load(&self, rules: Vec<AuthorityRule>) -> Result<(), RuleError> {
         check_regex_count(rules.iter().map(|r| r.regex))?;
+        check_rules_per_resource(rules.iter().map(|r| (r.resource.as_str(), r.regex)))?;
         let checked: Vec<Result<(), RuleError>> = rules
             .iter()
             .enumerate()

@@ -27,7 +27,7 @@ use crate::engine::Resource;
 use crate::keyed_hash::{KeyedMap, keyed_map};
 use crate::rules::{
     Pairing, Published, ResourceTable, RuleError, RuleHasher, RuleIndex, all_or_errors, carry_over,
-    check_regex_count, compile_patterns,
+    check_regex_count, check_rules_per_resource, compile_patterns,
 };
 
 /// The breakers of one rule.
@@ -242,6 +242,7 @@ impl DegradeRules {
     /// Validates `rules` and puts them in force; on error nothing changes.
     pub(crate) fn load(&self, rules: Vec<DegradeRule>) -> Result<(), RuleError> {
         check_regex_count(rules.iter().map(|r| r.regex))?;
+        check_rules_per_resource(rules.iter().map(|r| (r.resource.as_str(), r.regex)))?;
         all_or_errors(rules.iter().enumerate().map(|(i, r)| r.validate(i)))?;
         let _guard = self.load_lock.lock().unwrap_or_else(|e| e.into_inner());
         let old = self.snapshot.load_full();

@@ -20,7 +20,7 @@ use super::{
 use crate::engine::Resource;
 use crate::rules::{
     Pairing, Published, ResourceTable, RuleError, RuleHasher, RuleIndex, all_or_errors, carry_over,
-    check_regex_count, compile_patterns,
+    check_regex_count, check_rules_per_resource, compile_patterns,
 };
 
 /// How a rule shapes traffic, with its state.
@@ -273,6 +273,7 @@ impl FlowRules {
     /// Validates `rules` and puts them in force; on error nothing changes.
     pub(crate) fn load(&self, rules: Vec<FlowRule>) -> Result<(), RuleError> {
         check_regex_count(rules.iter().map(|r| r.regex))?;
+        check_rules_per_resource(rules.iter().map(|r| (r.resource.as_str(), r.regex)))?;
         all_or_errors(rules.iter().enumerate().map(|(i, r)| r.validate(i)))?;
         let _guard = self.load_lock.lock().unwrap_or_else(|e| e.into_inner());
         let old = self.snapshot.load_full();

@@ -29,7 +29,7 @@ use crate::flow::{ControlBehavior, FlowGrade};
 use crate::param::{ParamValue, StoredValue};
 use crate::rules::{
     Pairing, ResourceTable, RuleError, RuleHasher, RuleIndex, all_or_errors, carry_over,
-    check_regex_count, compile_patterns, first_of_each,
+    check_regex_count, check_rules_per_resource, compile_patterns, first_of_each,
 };
 
 /// Token buckets count in ms (Sentinel's windows); pacing counts in ns (FL-03).
@@ -457,6 +457,7 @@ impl ParamFlowRules {
     /// Validates `rules` and puts them in force; on error nothing changes.
     pub(crate) fn load(&self, rules: Vec<ParamFlowRule>) -> Result<(), RuleError> {
         check_regex_count(rules.iter().map(|r| r.regex))?;
+        check_rules_per_resource(rules.iter().map(|r| (r.resource.as_str(), r.regex)))?;
         let validated = all_or_errors(
             rules
                 .into_iter()
