@@ -18,6 +18,7 @@ use super::{
     RejectController, ThrottlingController, WarmUpController, WarmUpRateLimiterController,
 };
 use crate::engine::Resource;
+use crate::keyed_hash::KeyedMap;
 use crate::rules::{
     Pairing, Published, ResourceTable, RuleError, RuleHasher, RuleIndex, all_or_errors, carry_over,
     check_regex_count, check_rules_per_resource, compile_patterns,
@@ -190,6 +191,8 @@ impl ResourceRules {
 pub(crate) struct FlowSnapshot {
     in_order: Vec<Arc<FlowRuleState>>,
     index: RuleIndex<FlowRuleState>,
+    /// The `refResource` of each RELATE rule, then of each CHAIN rule.
+    references: [KeyedMap<Box<str>, ()>; 2],
     by_resource: ResourceTable<Option<ResourceRules>>,
 }
 
@@ -220,11 +223,15 @@ impl FlowSnapshot {
     }
 
     /// Whether some rule of `strategy` names `name` as its `refResource` (a RELATE rule's resource, a
-    /// CHAIN rule's context). A scan: for the engine's creation paths past its caps only.
+    /// CHAIN rule's context). The engine asks for each new name past its caps, which requests may
+    /// choose: one lookup (a scan of the rules made each such request cost the length of the list).
     pub(crate) fn references(&self, name: &str, strategy: FlowStrategy) -> bool {
-        self.in_order
-            .iter()
-            .any(|s| s.rule.strategy == strategy && s.rule.ref_resource.as_deref() == Some(name))
+        let [relate, chain] = &self.references;
+        match strategy {
+            FlowStrategy::Relate => relate.contains_key(name),
+            FlowStrategy::Chain => chain.contains_key(name),
+            FlowStrategy::Direct => false,
+        }
     }
 
     /// The status of every rule, in load order.
@@ -334,6 +341,13 @@ impl FlowRules {
         let in_force = !in_order.is_empty();
         self.snapshot.store(
             Arc::new(FlowSnapshot {
+                references: [FlowStrategy::Relate, FlowStrategy::Chain].map(|strategy| {
+                    in_order
+                        .iter()
+                        .filter(|s| s.rule.strategy == strategy)
+                        .filter_map(|s| Some((Box::from(s.rule.ref_resource.as_deref()?), ())))
+                        .collect()
+                }),
                 in_order,
                 index,
                 by_resource: ResourceTable::default(),
