@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use regex::Regex;
 
+use super::listing::Listing;
 use super::rule::{AuthorityRule, AuthorityStrategy};
 use crate::engine::Resource;
 use crate::keyed_hash::{KeyedMap, keyed_map};
@@ -26,10 +27,10 @@ use crate::rules::{
 pub(crate) struct AuthoritySnapshot {
     in_order: Vec<Arc<AuthorityRule>>,
     /// Keyed by resource names, which rule lists choose.
-    exact: KeyedMap<Box<str>, Arc<AuthorityRule>>,
-    regex: Vec<(Regex, Arc<AuthorityRule>)>,
+    exact: KeyedMap<Box<str>, Arc<Listing>>,
+    regex: Vec<(Regex, Arc<Listing>)>,
     /// Resource id → the exact rule and the matching regex rules, in check order.
-    by_resource: ResourceTable<Box<[Arc<AuthorityRule>]>>,
+    by_resource: ResourceTable<Box<[Arc<Listing>]>>,
 }
 
 impl AuthoritySnapshot {
@@ -40,14 +41,14 @@ impl AuthoritySnapshot {
     /// The rules that apply to `resource` (resolved on its first entry under this snapshot, then found
     /// by its id).
     #[inline]
-    pub(crate) fn rules_of(&self, resource: &Resource) -> &[Arc<AuthorityRule>] {
+    pub(crate) fn rules_of(&self, resource: &Resource) -> &[Arc<Listing>] {
         self.by_resource
             .get_or_init(resource.id, || self.resolve(&resource.name))
             .map_or(&[], |rules| &**rules)
     }
 
     #[cold]
-    fn resolve(&self, resource: &str) -> Box<[Arc<AuthorityRule>]> {
+    fn resolve(&self, resource: &str) -> Box<[Arc<Listing>]> {
         applicable(self.exact.get(resource).cloned(), &self.regex, resource).into_boxed_slice()
     }
 
@@ -140,18 +141,18 @@ impl AuthorityRules {
             let first = rule.regex && patterns_seen.insert(&rule.resource, ()).is_none();
             (index, first.then_some(rule.resource.as_str()))
         }))?;
-        let mut exact: KeyedMap<Box<str>, Arc<AuthorityRule>> = keyed_map();
-        let mut regex: Vec<(Regex, Arc<AuthorityRule>)> = Vec::new();
+        let mut exact: KeyedMap<Box<str>, Arc<Listing>> = keyed_map();
+        let mut regex: Vec<(Regex, Arc<Listing>)> = Vec::new();
         let mut in_order = Vec::with_capacity(rules.len());
         for (rule, pattern) in rules.into_iter().zip(patterns) {
             let rule = Arc::new(rule);
             in_order.push(rule.clone());
             match pattern {
-                Some(re) => regex.push((re, rule)),
+                Some(re) => regex.push((re, Arc::new(Listing::new(rule)))),
                 None if !rule.regex => {
                     exact
                         .entry(Box::from(rule.resource.as_str()))
-                        .or_insert(rule);
+                        .or_insert_with(|| Arc::new(Listing::new(rule)));
                 }
                 None => {}
             }
