@@ -55,20 +55,28 @@ pub(crate) struct Pairing<HS, HR, M> {
     pub(crate) holds: M,
 }
 
-/// Positions of a list grouped by hash, each group in list order, with a cursor past the positions
-/// already taken at its front.
+/// The end of a group in [`Buckets::next`].
+const END: usize = usize::MAX;
+
+/// Positions of a list grouped by hash, each group a chain in list order (no allocation per group:
+/// most hold one position), with a cursor past the positions already taken at its front.
 #[derive(Debug, Default)]
 struct Buckets {
-    groups: FxHashMap<u64, (Vec<usize>, usize)>,
+    /// The cursor of each group: its first position not known to be taken.
+    cursors: FxHashMap<u64, usize>,
+    /// The next position of the same hash, or [`END`].
+    next: Vec<usize>,
 }
 
 impl Buckets {
-    fn new(hashes: impl IntoIterator<Item = u64>) -> Self {
-        let mut groups: FxHashMap<u64, (Vec<usize>, usize)> = FxHashMap::default();
-        for (position, hash) in hashes.into_iter().enumerate() {
-            groups.entry(hash).or_default().0.push(position);
+    fn new(hashes: Vec<u64>) -> Self {
+        let mut cursors = FxHashMap::with_capacity_and_hasher(hashes.len(), Default::default());
+        let mut next = vec![END; hashes.len()];
+        // From the end, so that each chain comes out in list order.
+        for (position, hash) in hashes.into_iter().enumerate().rev() {
+            next[position] = cursors.insert(hash, position).unwrap_or(END);
         }
-        Buckets { groups }
+        Buckets { cursors, next }
     }
 
     /// Takes the first position of the group of `hash` that is not `taken` and `fits`.
@@ -78,16 +86,19 @@ impl Buckets {
         taken: &mut [bool],
         mut fits: impl FnMut(usize) -> bool,
     ) -> Option<usize> {
-        let (positions, start) = self.groups.get_mut(&hash)?;
-        while positions.get(*start).is_some_and(|&p| taken[p]) {
-            *start += 1;
+        let cursor = self.cursors.get_mut(&hash)?;
+        while *cursor != END && taken[*cursor] {
+            *cursor = self.next[*cursor];
         }
-        let offset = positions[*start..]
-            .iter()
-            .position(|&p| !taken[p] && fits(p))?;
-        let position = positions[*start + offset];
-        taken[position] = true;
-        Some(position)
+        let mut position = *cursor;
+        while position != END {
+            if !taken[position] && fits(position) {
+                taken[position] = true;
+                return Some(position);
+            }
+            position = self.next[position];
+        }
+        None
     }
 }
 
@@ -104,7 +115,7 @@ pub(crate) fn carry_over<T, S>(
     mut fresh: impl FnMut(T, Option<&S>) -> S,
 ) -> Vec<Arc<S>> {
     let mut taken = vec![false; old.len()];
-    let mut equal = Buckets::new(old.iter().map(|s| (same.state)(s)));
+    let mut equal = Buckets::new(old.iter().map(|s| (same.state)(s)).collect());
     let kept: Vec<Option<usize>> = new
         .iter()
         .map(|rule| {
@@ -113,7 +124,7 @@ pub(crate) fn carry_over<T, S>(
             })
         })
         .collect();
-    let mut alike = Buckets::new(old.iter().map(|s| (similar.state)(s)));
+    let mut alike = Buckets::new(old.iter().map(|s| (similar.state)(s)).collect());
     new.into_iter()
         .zip(kept)
         .map(|(rule, kept)| match kept {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use regex::Regex;
 
-use crate::keyed_hash::{KeyedMap, keyed_map};
+use crate::keyed_hash::{KeyedMap, keyed_map, keyed_state};
 
 #[cfg(test)]
 use super::whole_name_regex;
@@ -41,7 +41,11 @@ impl<S> RuleIndex<S> {
     where
         S: 's,
     {
-        let mut index = RuleIndex::default();
+        let states = states.into_iter();
+        let mut index = RuleIndex {
+            exact: KeyedMap::with_capacity_and_hasher(states.size_hint().0, keyed_state()),
+            regex: Vec::new(),
+        };
         for (state, pattern) in states {
             match (pattern, name(state)) {
                 (Some(re), _) => index.regex.push((re, state.clone())),
