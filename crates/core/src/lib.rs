@@ -38,6 +38,8 @@
 //!   regex rules match share one resource per set of matching rules), 2000 contexts, 1000
 //!   origins per resource, and 10,000 distinct origin names in the engine (past it, a context's new
 //!   origin that no rule names is [`OVER_CAP_ORIGIN`]; origins rules name keep their names).
+//!   Rule lists have caps too: 100 regex rules a list and 100 rules of a type a resource (see
+//!   [`Floodgate::load_rules_json`]).
 //! * [`Slot`]s, registered with an order ([`register_slot!`]) and assembled per engine by
 //!   [`FloodgateBuilder`]; an engine with only the built-in slots runs them as straight-line code.
 //! * Resources by name ([`Floodgate::entry`]), resolved once ([`Floodgate::resource`], borrowing the

@@ -265,7 +265,7 @@ pub(crate) const INLINE_STR: usize = 22;
 /// A single (non-null, non-list) value in a compact owned form, for rule state and block errors.
 /// Booleans, integers, floats and strings of up to [`INLINE_STR`] bytes are inline; longer strings are
 /// boxed. Floats compare by their bits (Java's `Double.equals`: every NaN is equal, `0.0 ≠ -0.0`).
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub(crate) enum StoredValue {
     Bool(bool),
     Int(i64),

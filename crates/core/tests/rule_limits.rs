@@ -1,6 +1,6 @@
 //! The limits on a rule list: at most 100 regex rules a list, counted before any pattern is compiled;
-//! patterns of at most 512 bytes. A list past a limit is refused whole, naming the first rule over it,
-//! and the rules in force stay.
+//! patterns of at most 512 bytes; at most 100 rules of a type on one resource. A list past a limit is
+//! refused whole, naming the first rule over it, and the rules in force stay.
 
 use floodgate_core::{Floodgate, FlowRule, RuleError, RuleType};
 
@@ -124,4 +124,46 @@ fn every_pattern_that_does_not_compile_is_named() {
         "rule 0: `resource` is a regular expression too large to compile (over 256 KiB); \
          rule 2: `resource` is a regular expression too large to compile (over 256 KiB)"
     );
+}
+
+/// Each entry checks every rule of its resource: a resource takes at most 100 rules of a type (a
+/// pattern's rules are counted apart from the name's).
+#[test]
+fn a_resource_takes_at_most_100_rules_of_a_type() {
+    for (rule_type, fields) in TYPES {
+        let fg = Floodgate::default();
+        let mut rules: Vec<String> = (0..100).map(|_| rule(fields, "R", false)).collect();
+        rules.extend((0..100).map(|_| rule(fields, "R", true)));
+        rules.push(rule(fields, "S", false));
+        fg.load_rules_json(rule_type, &format!("[{}]", rules.join(",")))
+            .unwrap_or_else(|e| panic!("{rule_type}: {e}"));
+        let in_force = fg.rules_json(rule_type);
+        rules.insert(50, rule(fields, "R", false));
+        let err = fg
+            .load_rules_json(rule_type, &format!("[{}]", rules.join(",")))
+            .unwrap_err();
+        assert_eq!(invalid(&err), (100, "resource"), "{rule_type}: {err}");
+        assert!(
+            err.to_string()
+                .contains("a resource takes at most 100 rules of a type"),
+            "{err}"
+        );
+        assert_eq!(fg.rules_json(rule_type), in_force, "{rule_type}: kept");
+    }
+    let too_many = (0..101).map(|i| FlowRule::new("R", f64::from(i)));
+    let err = Floodgate::default().load_flow_rules(too_many).unwrap_err();
+    assert_eq!(invalid(&err), (100, "resource"));
+}
+
+/// A mebibyte of rules on one resource is refused, naming the 101st.
+#[test]
+fn a_mebibyte_of_rules_on_one_resource_is_refused() {
+    for (rule_type, fields) in TYPES {
+        let one = rule(fields, "R", false);
+        let json = format!("[{}]", vec![one.as_str(); (1 << 20) / one.len()].join(","));
+        let err = Floodgate::default()
+            .load_rules_json(rule_type, &json)
+            .unwrap_err();
+        assert_eq!(invalid(&err), (100, "resource"), "{rule_type}: {err}");
+    }
 }

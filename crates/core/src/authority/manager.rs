@@ -12,23 +12,25 @@
 use std::sync::{Arc, Mutex};
 
 use regex::Regex;
-use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::rule::AuthorityRule;
+use super::listing::Listing;
+use super::rule::{AuthorityRule, AuthorityStrategy};
 use crate::engine::Resource;
+use crate::keyed_hash::{KeyedMap, keyed_map};
 use crate::rules::{
-    Published, ResourceTable, RuleError, applicable, check_regex_count, compile_patterns,
-    no_errors, push_matching,
+    Published, ResourceTable, RuleError, applicable, check_regex_count, check_rules_per_resource,
+    compile_patterns, no_errors, push_matching,
 };
 
 /// An immutable set of authority rules.
 #[derive(Debug, Default)]
 pub(crate) struct AuthoritySnapshot {
     in_order: Vec<Arc<AuthorityRule>>,
-    exact: FxHashMap<Box<str>, Arc<AuthorityRule>>,
-    regex: Vec<(Regex, Arc<AuthorityRule>)>,
+    /// Keyed by resource names, which rule lists choose.
+    exact: KeyedMap<Box<str>, Arc<Listing>>,
+    regex: Vec<(Regex, Arc<Listing>)>,
     /// Resource id → the exact rule and the matching regex rules, in check order.
-    by_resource: ResourceTable<Box<[Arc<AuthorityRule>]>>,
+    by_resource: ResourceTable<Box<[Arc<Listing>]>>,
 }
 
 impl AuthoritySnapshot {
@@ -39,14 +41,14 @@ impl AuthoritySnapshot {
     /// The rules that apply to `resource` (resolved on its first entry under this snapshot, then found
     /// by its id).
     #[inline]
-    pub(crate) fn rules_of(&self, resource: &Resource) -> &[Arc<AuthorityRule>] {
+    pub(crate) fn rules_of(&self, resource: &Resource) -> &[Arc<Listing>] {
         self.by_resource
             .get_or_init(resource.id, || self.resolve(&resource.name))
             .map_or(&[], |rules| &**rules)
     }
 
     #[cold]
-    fn resolve(&self, resource: &str) -> Box<[Arc<AuthorityRule>]> {
+    fn resolve(&self, resource: &str) -> Box<[Arc<Listing>]> {
         applicable(self.exact.get(resource).cloned(), &self.regex, resource).into_boxed_slice()
     }
 
@@ -68,17 +70,24 @@ impl AuthoritySnapshot {
 
 /// The rules of a list (with their positions) that name a resource an earlier, different rule names: a
 /// resource takes one rule (the same rule twice is one rule, and so are two rules that admit the same
-/// origins: another `id`, the tokens in another order; the first is kept).
+/// origins: another `id`, the tokens in another order; the first is kept). The first rule's decision
+/// is worked out once, however many rules follow it (each compare sorted its tokens afresh).
 pub(crate) fn conflicts<'r>(
     rules: impl IntoIterator<Item = (usize, &'r AuthorityRule)>,
 ) -> Vec<RuleError> {
-    let mut first: FxHashMap<(bool, &str), (usize, &AuthorityRule)> = FxHashMap::default();
+    type Decision<'r> = (AuthorityStrategy, Vec<&'r str>);
+    let mut first: KeyedMap<(bool, &str), (usize, &AuthorityRule, Option<Decision<'r>>)> =
+        keyed_map();
     let mut errors = Vec::new();
     for (index, rule) in rules {
-        let (earlier, kept) = *first
+        let (earlier, kept, decision) = first
             .entry((rule.regex, rule.resource.as_str()))
-            .or_insert((index, rule));
-        if !kept.decides_like(rule) {
+            .or_insert((index, rule, None));
+        if *earlier == index {
+            continue;
+        }
+        let kept_decision = decision.get_or_insert_with(|| kept.decision());
+        if *kept_decision != rule.decision() {
             errors.push(RuleError::invalid(
                 index,
                 "resource",
@@ -112,6 +121,7 @@ impl AuthorityRules {
     /// Validates `rules` and puts them in force; on error nothing changes.
     pub(crate) fn load(&self, rules: Vec<AuthorityRule>) -> Result<(), RuleError> {
         check_regex_count(rules.iter().map(|r| r.regex))?;
+        check_rules_per_resource(rules.iter().map(|r| (r.resource.as_str(), r.regex)))?;
         let checked: Vec<Result<(), RuleError>> = rules
             .iter()
             .enumerate()
@@ -126,23 +136,23 @@ impl AuthorityRules {
         errors.extend(checked.into_iter().filter_map(Result::err));
         no_errors(errors)?;
         // The first rule of each pattern is the one in force (the others decide alike).
-        let mut patterns_seen = FxHashSet::default();
+        let mut patterns_seen: KeyedMap<&str, ()> = keyed_map();
         let patterns = compile_patterns(rules.iter().enumerate().map(|(index, rule)| {
-            let first = rule.regex && patterns_seen.insert(rule.resource.as_str());
+            let first = rule.regex && patterns_seen.insert(&rule.resource, ()).is_none();
             (index, first.then_some(rule.resource.as_str()))
         }))?;
-        let mut exact: FxHashMap<Box<str>, Arc<AuthorityRule>> = FxHashMap::default();
-        let mut regex: Vec<(Regex, Arc<AuthorityRule>)> = Vec::new();
+        let mut exact: KeyedMap<Box<str>, Arc<Listing>> = keyed_map();
+        let mut regex: Vec<(Regex, Arc<Listing>)> = Vec::new();
         let mut in_order = Vec::with_capacity(rules.len());
         for (rule, pattern) in rules.into_iter().zip(patterns) {
             let rule = Arc::new(rule);
             in_order.push(rule.clone());
             match pattern {
-                Some(re) => regex.push((re, rule)),
+                Some(re) => regex.push((re, Arc::new(Listing::new(rule)))),
                 None if !rule.regex => {
                     exact
                         .entry(Box::from(rule.resource.as_str()))
-                        .or_insert(rule);
+                        .or_insert_with(|| Arc::new(Listing::new(rule)));
                 }
                 None => {}
             }

@@ -1,5 +1,6 @@
 //! Authority: white and black lists of callers (origins) per resource, and the slot that checks them.
 
+mod listing;
 mod manager;
 mod rule;
 mod slot;

@@ -97,21 +97,18 @@ impl AuthorityRule {
         self.limit_app.split(',').any(|app| app == origin)
     }
 
-    /// Whether this rule and `other` admit exactly the same origins: the same strategy and the same
-    /// set of non-empty tokens (in any order, repeated or not; `id` aside).
-    pub(crate) fn decides_like(&self, other: &AuthorityRule) -> bool {
-        fn tokens(rule: &AuthorityRule) -> Vec<&str> {
-            // Empty tokens list nobody (an entry without an origin always passes).
-            let mut tokens: Vec<&str> = rule
-                .limit_app
-                .split(',')
-                .filter(|t| !t.is_empty())
-                .collect();
-            tokens.sort_unstable();
-            tokens.dedup();
-            tokens
-        }
-        self.strategy == other.strategy && tokens(self) == tokens(other)
+    /// What decides which origins this rule admits: its strategy and its set of non-empty tokens
+    /// (sorted, each once; `id` aside). Two rules with equal decisions admit exactly the same origins.
+    pub(crate) fn decision(&self) -> (AuthorityStrategy, Vec<&str>) {
+        // Empty tokens list nobody (an entry without an origin always passes).
+        let mut tokens: Vec<&str> = self
+            .limit_app
+            .split(',')
+            .filter(|t| !t.is_empty())
+            .collect();
+        tokens.sort_unstable();
+        tokens.dedup();
+        (self.strategy, tokens)
     }
 
     /// Whether an entry from `origin` passes this rule. An empty origin always passes.

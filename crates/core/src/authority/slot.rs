@@ -31,12 +31,12 @@ impl Slot for AuthoritySlot {
         let refusing = snapshot
             .rules_of(cx.resource)
             .iter()
-            .find(|rule| !rule.admits(cx.origin));
+            .find(|listing| !listing.admits(cx.origin));
         match refusing {
             None => Ok(()),
-            Some(rule) => Err(cx
+            Some(listing) => Err(cx
                 .block(BlockKind::Authority)
-                .with_rule(rule.clone() as Arc<dyn BlockRule>)),
+                .with_rule(listing.rule.clone() as Arc<dyn BlockRule>)),
         }
     }
 

@@ -16,6 +16,7 @@
 //! Readers (every entry) load the snapshot without a lock and find a resource's breakers by its id in a
 //! table the snapshot fills on the resource's first entry.
 
+use std::hash::Hash;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -25,8 +26,8 @@ use super::rule::DegradeRule;
 use crate::engine::Resource;
 use crate::keyed_hash::{KeyedMap, keyed_map};
 use crate::rules::{
-    Published, ResourceTable, RuleError, RuleIndex, all_or_errors, carry_over, check_regex_count,
-    compile_patterns,
+    Pairing, Published, ResourceTable, RuleError, RuleHasher, RuleIndex, all_or_errors, carry_over,
+    check_regex_count, check_rules_per_resource, compile_patterns,
 };
 
 /// The breakers of one rule.
@@ -241,6 +242,7 @@ impl DegradeRules {
     /// Validates `rules` and puts them in force; on error nothing changes.
     pub(crate) fn load(&self, rules: Vec<DegradeRule>) -> Result<(), RuleError> {
         check_regex_count(rules.iter().map(|r| r.regex))?;
+        check_rules_per_resource(rules.iter().map(|r| (r.resource.as_str(), r.regex)))?;
         all_or_errors(rules.iter().enumerate().map(|(i, r)| r.validate(i)))?;
         let _guard = self.load_lock.lock().unwrap_or_else(|e| e.into_inner());
         let old = self.snapshot.load_full();
@@ -253,19 +255,29 @@ impl DegradeRules {
                 .map(|r| r.regex.then_some(r.resource.as_str()))
                 .enumerate(),
         )?;
+        let hasher = RuleHasher::new();
+        let breaker_fields = |r: &DegradeRule| hasher.hash(|h| r.hash_breaker_fields(h));
+        let every_field = |r: &DegradeRule| {
+            hasher.hash(|h| {
+                r.id.hash(h);
+                r.limit_app.hash(h);
+                r.hash_breaker_fields(h);
+            })
+        };
         let in_order = carry_over(
             &old.in_order,
             rules,
-            |s, r| *s.rule == *r,
+            Pairing {
+                state: |s: &RuleState| every_field(&s.rule),
+                rule: &every_field,
+                holds: |s: &RuleState, r: &DegradeRule| *s.rule == *r,
+            },
             // Only the presentation differs (`id`; `limitApp`, which breakers ignore): an open breaker
-            // must not close because a dashboard renumbered its rules (CB-06).
-            |s, r| {
-                s.rule.resource == r.resource
-                    && DegradeRule {
-                        id: r.id,
-                        limit_app: r.limit_app.clone(),
-                        ..(*s.rule).clone()
-                    } == *r
+            // must not close because a dashboard renumbered its rules.
+            Pairing {
+                state: |s: &RuleState| breaker_fields(&s.rule),
+                rule: &breaker_fields,
+                holds: |s: &RuleState, r: &DegradeRule| s.rule.eq_breaker_fields(r),
             },
             |rule, similar| match similar {
                 Some(old) => RuleState::carried(rule, &self.observers, old),

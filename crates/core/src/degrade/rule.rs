@@ -5,9 +5,13 @@
 //! `[0, 1]` (error ratio), or the error count (error count). [`DegradeGrade`] names them, and the loader
 //! validates `count` against the grade.
 
+use std::hash::{Hash, Hasher};
+
 use serde_json::{Map, Value, json};
 
-use crate::rules::{Fields, RuleError, RuleFields, check_pattern, check_rule_head, rule_head};
+use crate::rules::{
+    Fields, RuleError, RuleFields, check_pattern, check_rule_head, hash_f64, rule_head,
+};
 
 /// The resource name of a default rule: it applies to every resource without a degrade rule of its own.
 pub const DEFAULT_DEGRADE_RESOURCE: &str = "*";
@@ -158,6 +162,57 @@ impl DegradeRule {
         u64::from(self.time_window) * 1000
     }
 
+    /// Whether this rule and `other` are equal in every field a breaker uses (all but `id` and
+    /// `limitApp`), without copying either.
+    pub(crate) fn eq_breaker_fields(&self, other: &DegradeRule) -> bool {
+        let DegradeRule {
+            id: _,
+            resource,
+            limit_app: _,
+            grade,
+            count,
+            time_window,
+            min_request_amount,
+            slow_ratio_threshold,
+            stat_interval_ms,
+            regex,
+        } = self;
+        *resource == other.resource
+            && *grade == other.grade
+            && *count == other.count
+            && *time_window == other.time_window
+            && *min_request_amount == other.min_request_amount
+            && *slow_ratio_threshold == other.slow_ratio_threshold
+            && *stat_interval_ms == other.stat_interval_ms
+            && *regex == other.regex
+    }
+
+    /// Checks the rule; `index` is its position in the list being loaded.
+    /// Feeds every field a breaker uses to `h` (all but `id` and `limitApp`), so that rules that differ
+    /// only in those hash alike (a reload pairs rules by it).
+    pub(crate) fn hash_breaker_fields(&self, h: &mut impl Hasher) {
+        let DegradeRule {
+            id: _,
+            resource,
+            limit_app: _,
+            grade,
+            count,
+            time_window,
+            min_request_amount,
+            slow_ratio_threshold,
+            stat_interval_ms,
+            regex,
+        } = self;
+        resource.hash(h);
+        grade.hash(h);
+        hash_f64(*count, h);
+        time_window.hash(h);
+        min_request_amount.hash(h);
+        hash_f64(*slow_ratio_threshold, h);
+        stat_interval_ms.hash(h);
+        regex.hash(h);
+    }
+
     /// Checks the rule; `index` is its position in the list being loaded.
     pub(crate) fn validate(&self, index: usize) -> Result<(), RuleError> {
         let err = |field: &str, reason: String| Err(RuleError::invalid(index, field, reason));
@@ -272,7 +327,22 @@ crate::block::rule_with_id_and_limit_app!(DegradeRule);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::parse_rule_array;
+    use crate::rules::{RuleHasher, parse_rule_array};
+
+    #[test]
+    fn rules_that_differ_in_presentation_only_compare_and_hash_alike() {
+        let hasher = RuleHasher::new();
+        let hash = |r: &DegradeRule| hasher.hash(|h| r.hash_breaker_fields(h));
+        let a = DegradeRule::error_count("R", 5.0).time_window(10);
+        let b = DegradeRule {
+            id: Some(3),
+            limit_app: "app".to_owned(),
+            ..a.clone()
+        };
+        assert!(a.eq_breaker_fields(&b) && hash(&a) == hash(&b));
+        assert!(!a.eq_breaker_fields(&a.clone().time_window(11)));
+        assert!(!a.eq_breaker_fields(&a.clone().slow_ratio_threshold(0.5)));
+    }
 
     fn read(json: &str) -> Result<DegradeRule, RuleError> {
         let items = parse_rule_array(json)?;

@@ -8,6 +8,7 @@
 //! from one in force only by its `id` (a dashboard numbering its rules afresh) starts from a copy of
 //! that controller's state. Loading the list in force is a no-op.
 
+use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -17,9 +18,10 @@ use super::{
     RejectController, ThrottlingController, WarmUpController, WarmUpRateLimiterController,
 };
 use crate::engine::Resource;
+use crate::keyed_hash::KeyedMap;
 use crate::rules::{
-    Published, ResourceTable, RuleError, RuleIndex, all_or_errors, carry_over, check_regex_count,
-    compile_patterns,
+    Pairing, Published, ResourceTable, RuleError, RuleHasher, RuleIndex, all_or_errors, carry_over,
+    check_regex_count, check_rules_per_resource, compile_patterns,
 };
 
 /// How a rule shapes traffic, with its state.
@@ -189,6 +191,8 @@ impl ResourceRules {
 pub(crate) struct FlowSnapshot {
     in_order: Vec<Arc<FlowRuleState>>,
     index: RuleIndex<FlowRuleState>,
+    /// The `refResource` of each RELATE rule, then of each CHAIN rule.
+    references: [KeyedMap<Box<str>, ()>; 2],
     by_resource: ResourceTable<Option<ResourceRules>>,
 }
 
@@ -219,11 +223,15 @@ impl FlowSnapshot {
     }
 
     /// Whether some rule of `strategy` names `name` as its `refResource` (a RELATE rule's resource, a
-    /// CHAIN rule's context). A scan: for the engine's creation paths past its caps only.
+    /// CHAIN rule's context). The engine asks for each new name past its caps, which requests may
+    /// choose: one lookup (a scan of the rules made each such request cost the length of the list).
     pub(crate) fn references(&self, name: &str, strategy: FlowStrategy) -> bool {
-        self.in_order
-            .iter()
-            .any(|s| s.rule.strategy == strategy && s.rule.ref_resource.as_deref() == Some(name))
+        let [relate, chain] = &self.references;
+        match strategy {
+            FlowStrategy::Relate => relate.contains_key(name),
+            FlowStrategy::Chain => chain.contains_key(name),
+            FlowStrategy::Direct => false,
+        }
     }
 
     /// The status of every rule, in load order.
@@ -272,6 +280,7 @@ impl FlowRules {
     /// Validates `rules` and puts them in force; on error nothing changes.
     pub(crate) fn load(&self, rules: Vec<FlowRule>) -> Result<(), RuleError> {
         check_regex_count(rules.iter().map(|r| r.regex))?;
+        check_rules_per_resource(rules.iter().map(|r| (r.resource.as_str(), r.regex)))?;
         all_or_errors(rules.iter().enumerate().map(|(i, r)| r.validate(i)))?;
         let _guard = self.load_lock.lock().unwrap_or_else(|e| e.into_inner());
         let old = self.snapshot.load_full();
@@ -284,19 +293,28 @@ impl FlowRules {
                 .map(|r| r.regex.then_some(r.resource.as_str()))
                 .enumerate(),
         )?;
+        let hasher = RuleHasher::new();
+        let without_id = |r: &FlowRule| hasher.hash(|h| r.hash_without_id(h));
+        let every_field = |r: &FlowRule| {
+            hasher.hash(|h| {
+                r.id.hash(h);
+                r.hash_without_id(h);
+            })
+        };
         let in_order = carry_over(
             &old.in_order,
             rules,
-            |s, r| *s.rule == *r,
+            Pairing {
+                state: |s: &FlowRuleState| every_field(&s.rule),
+                rule: &every_field,
+                holds: |s: &FlowRuleState, r: &FlowRule| *s.rule == *r,
+            },
             // Only the id differs: a dashboard that numbers its rules afresh (after a restart) must not
-            // send warm-up back to cold or drop pacing reservations (FL-08).
-            |s, r| {
-                s.rule.id != r.id
-                    && s.rule.resource == r.resource
-                    && FlowRule {
-                        id: r.id,
-                        ..(*s.rule).clone()
-                    } == *r
+            // send warm-up back to cold or drop pacing reservations.
+            Pairing {
+                state: |s: &FlowRuleState| without_id(&s.rule),
+                rule: &without_id,
+                holds: |s: &FlowRuleState, r: &FlowRule| s.rule.id != r.id && s.rule.eq_but_id(r),
             },
             |rule, similar| FlowRuleState {
                 controller: {
@@ -323,6 +341,13 @@ impl FlowRules {
         let in_force = !in_order.is_empty();
         self.snapshot.store(
             Arc::new(FlowSnapshot {
+                references: [FlowStrategy::Relate, FlowStrategy::Chain].map(|strategy| {
+                    in_order
+                        .iter()
+                        .filter(|s| s.rule.strategy == strategy)
+                        .filter_map(|s| Some((Box::from(s.rule.ref_resource.as_deref()?), ())))
+                        .collect()
+                }),
                 in_order,
                 index,
                 by_resource: ResourceTable::default(),

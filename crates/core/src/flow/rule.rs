@@ -1,10 +1,12 @@
 //! `FlowRule`: Sentinel's flow rule, every field, default and JSON name.
 
+use std::hash::{Hash, Hasher};
+
 use serde_json::{Map, Value, json};
 
 use crate::rules::{
     ClusterFields, Fields, RuleError, RuleFields, check_cluster_fields, check_pattern,
-    check_rule_head, rule_head,
+    check_rule_head, hash_f64, rule_head,
 };
 
 /// What a flow rule counts.
@@ -77,7 +79,7 @@ impl ControlBehavior {
 /// Cluster flow control settings (Sentinel's `ClusterFlowConfig`). Floodgate has no token server yet, so
 /// a cluster rule is checked locally when `fallbackToLocalWhenFail` holds and passes otherwise, exactly
 /// as Sentinel does when no token service is available.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ClusterFlowConfig {
     /// Globally unique flow id (> 0).
     pub flow_id: i64,
@@ -225,6 +227,69 @@ impl FlowRule {
     pub fn id(mut self, id: i64) -> Self {
         self.id = Some(id);
         self
+    }
+
+    /// Feeds every field but `id` to `h`, so that rules equal but for their id hash alike (a reload
+    /// pairs rules by it).
+    pub(crate) fn hash_without_id(&self, h: &mut impl Hasher) {
+        let FlowRule {
+            id: _,
+            resource,
+            limit_app,
+            grade,
+            count,
+            strategy,
+            ref_resource,
+            control_behavior,
+            warm_up_period_sec,
+            max_queueing_time_ms,
+            cluster_mode,
+            cluster_config,
+            regex,
+        } = self;
+        resource.hash(h);
+        limit_app.hash(h);
+        grade.hash(h);
+        hash_f64(*count, h);
+        strategy.hash(h);
+        ref_resource.hash(h);
+        control_behavior.hash(h);
+        warm_up_period_sec.hash(h);
+        max_queueing_time_ms.hash(h);
+        cluster_mode.hash(h);
+        cluster_config.hash(h);
+        regex.hash(h);
+    }
+
+    /// Whether this rule and `other` are equal but for their ids (without copying either).
+    pub(crate) fn eq_but_id(&self, other: &FlowRule) -> bool {
+        let FlowRule {
+            id: _,
+            resource,
+            limit_app,
+            grade,
+            count,
+            strategy,
+            ref_resource,
+            control_behavior,
+            warm_up_period_sec,
+            max_queueing_time_ms,
+            cluster_mode,
+            cluster_config,
+            regex,
+        } = self;
+        *resource == other.resource
+            && *limit_app == other.limit_app
+            && *grade == other.grade
+            && *count == other.count
+            && *strategy == other.strategy
+            && *ref_resource == other.ref_resource
+            && *control_behavior == other.control_behavior
+            && *warm_up_period_sec == other.warm_up_period_sec
+            && *max_queueing_time_ms == other.max_queueing_time_ms
+            && *cluster_mode == other.cluster_mode
+            && *cluster_config == other.cluster_config
+            && *regex == other.regex
     }
 
     /// Checks the rule; `index` is its position in the list being loaded.
@@ -449,5 +514,35 @@ pub(crate) fn u32_range(v: i64) -> String {
         format!("must be ≥ 0, got {v}")
     } else {
         format!("must be at most {}, got {v}", u32::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::RuleHasher;
+
+    #[test]
+    fn rules_equal_but_for_their_id_compare_and_hash_alike() {
+        let hasher = RuleHasher::new();
+        let hash = |r: &FlowRule| hasher.hash(|h| r.hash_without_id(h));
+        let a = FlowRule::new("R", 5.0)
+            .id(1)
+            .control_behavior(ControlBehavior::WarmUp);
+        let b = a.clone().id(2);
+        assert!(a.eq_but_id(&b) && hash(&a) == hash(&b));
+        for other in [
+            a.clone().warm_up_period_sec(3),
+            a.clone().limit_app("app"),
+            FlowRule {
+                count: 6.0,
+                ..a.clone()
+            },
+        ] {
+            assert!(!a.eq_but_id(&other), "{other:?}");
+        }
+        // Floats hash as `==` compares them.
+        let (zero, minus_zero) = (FlowRule::new("R", 0.0), FlowRule::new("R", -0.0));
+        assert!(zero == minus_zero && hash(&zero) == hash(&minus_zero));
     }
 }

@@ -32,7 +32,7 @@
 //! overflows are counted for the status API.
 
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use foldhash::SharedSeed;
 
@@ -301,7 +301,11 @@ struct Aligned(Mutex<Shard>);
 /// A bounded, sharded map from values to [`Cell`]s (see the module docs).
 #[derive(Debug)]
 pub(crate) struct ValueCache {
-    shards: Box<[Aligned]>,
+    /// Made on first use: most rules of a long list see no value for a while, and 32 shards of 128
+    /// bytes for each of 20,000 rules took most of a reload's time (and 80 MB) to make and drop.
+    shards: OnceLock<Box<[Aligned]>>,
+    /// How many shards there are once made (a power of two).
+    shard_count: usize,
     /// `64 - log2(shards)`: the hash's high bits pick the shard.
     shift: u32,
     seed: u64,
@@ -326,17 +330,8 @@ impl ValueCache {
         let shards = (capacity / 64).clamp(1, 64);
         let shards = 1usize << (usize::BITS - 1 - shards.leading_zeros());
         ValueCache {
-            shards: (0..shards)
-                .map(|_| {
-                    Aligned(Mutex::new(Shard {
-                        slots: Vec::new(),
-                        keys: Vec::new(),
-                        positions: Vec::new(),
-                        hand: 0,
-                        overflow: Cell::new(threshold),
-                    }))
-                })
-                .collect(),
+            shards: OnceLock::new(),
+            shard_count: shards,
             shift: 64 - shards.trailing_zeros(),
             seed: random_u64(),
             strings: shared_seed(),
@@ -354,21 +349,25 @@ impl ValueCache {
     pub(crate) fn duplicate(&self) -> ValueCache {
         // Exactly the copied values that count against the capacity (exception items do not).
         let mut len = 0;
-        let shards: Box<[Aligned]> = self
-            .shards
-            .iter()
-            .map(|s| {
-                let shard = s.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                len += shard
-                    .slots
-                    .iter()
-                    .filter(|slot| slot.meta != 0 && slot.meta & PINNED == 0)
-                    .count();
-                Aligned(Mutex::new(shard))
-            })
-            .collect();
+        let shards = OnceLock::new();
+        if let Some(from) = self.shards.get() {
+            let copied: Box<[Aligned]> = from
+                .iter()
+                .map(|s| {
+                    let shard = s.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                    len += shard
+                        .slots
+                        .iter()
+                        .filter(|slot| slot.meta != 0 && slot.meta & PINNED == 0)
+                        .count();
+                    Aligned(Mutex::new(shard))
+                })
+                .collect();
+            let _ = shards.set(copied);
+        }
         ValueCache {
             shards,
+            shard_count: self.shard_count,
             shift: self.shift,
             seed: self.seed,
             strings: self.strings,
@@ -407,6 +406,25 @@ impl ValueCache {
         hash_value(!self.seed, self.strings, value)
     }
 
+    /// The shards, made on first use (their overflow cells with the threshold then in force).
+    #[inline]
+    fn shards(&self) -> &[Aligned] {
+        self.shards.get_or_init(|| {
+            let threshold = self.threshold();
+            (0..self.shard_count)
+                .map(|_| {
+                    Aligned(Mutex::new(Shard {
+                        slots: Vec::new(),
+                        keys: Vec::new(),
+                        positions: Vec::new(),
+                        hand: 0,
+                        overflow: Cell::new(threshold),
+                    }))
+                })
+                .collect()
+        })
+    }
+
     #[inline]
     fn shard(&self, hash: u64) -> MutexGuard<'_, Shard> {
         let i = if self.shift >= 64 {
@@ -414,7 +432,7 @@ impl ValueCache {
         } else {
             (hash >> self.shift) as usize
         };
-        self.shards[i].0.lock().unwrap_or_else(|e| e.into_inner())
+        self.shards()[i].0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Runs `f` on the cell of `value` in `scope` (filed under `hash`, see [`hash`](Self::hash)),
@@ -577,10 +595,12 @@ impl ValueCache {
 
     /// Values cached now (exception items included).
     pub(crate) fn len(&self) -> usize {
-        self.shards
-            .iter()
-            .map(|s| s.0.lock().unwrap_or_else(|e| e.into_inner()).keys.len())
-            .sum()
+        self.shards.get().map_or(0, |shards| {
+            shards
+                .iter()
+                .map(|s| s.0.lock().unwrap_or_else(|e| e.into_inner()).keys.len())
+                .sum()
+        })
     }
 
     /// Settled values dropped to make room for new ones.
@@ -605,7 +625,7 @@ mod tests {
 
     /// Every key knows its slot, every filled slot its key, and every slot is reachable from its home.
     fn assert_consistent(c: &ValueCache) {
-        for shard in c.shards.iter() {
+        for shard in c.shards().iter() {
             let shard = shard.0.lock().unwrap();
             let filled = shard.slots.iter().filter(|s| s.meta != 0).count();
             assert_eq!(filled, shard.keys.len());
@@ -829,10 +849,10 @@ mod tests {
 
     #[test]
     fn shards_scale_with_capacity() {
-        assert_eq!(ValueCache::new(10, 1).shards.len(), 1);
-        assert_eq!(ValueCache::new(200, 1).shards.len(), 2);
-        assert_eq!(ValueCache::new(4000, 1).shards.len(), 32);
-        assert_eq!(ValueCache::new(200_000, 1).shards.len(), 64);
+        assert_eq!(ValueCache::new(10, 1).shards().len(), 1);
+        assert_eq!(ValueCache::new(200, 1).shards().len(), 2);
+        assert_eq!(ValueCache::new(4000, 1).shards().len(), 32);
+        assert_eq!(ValueCache::new(200_000, 1).shards().len(), 64);
         let c = ValueCache::new(4000, 1);
         for i in 0..4000 {
             touch(&c, &ParamValue::Int(i), false);

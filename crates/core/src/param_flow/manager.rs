@@ -13,6 +13,7 @@
 //! never change once loaded: a negative `paramIdx` is resolved per call (Sentinel rewrote the rule on
 //! first use: PF-01).
 
+use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -27,8 +28,8 @@ use crate::engine::Resource;
 use crate::flow::{ControlBehavior, FlowGrade};
 use crate::param::{ParamValue, StoredValue};
 use crate::rules::{
-    ResourceTable, RuleError, RuleIndex, all_or_errors, carry_over, check_regex_count,
-    compile_patterns,
+    Pairing, ResourceTable, RuleError, RuleHasher, RuleIndex, all_or_errors, carry_over,
+    check_regex_count, check_rules_per_resource, compile_patterns, first_of_each,
 };
 
 /// Token buckets count in ms (Sentinel's windows); pacing counts in ns (FL-03).
@@ -331,14 +332,17 @@ fn succeeds(new: &ParamFlowRule, old: &ParamFlowRule) -> bool {
                 && new.param_idx == old.param_idx
                 && new.param_flow_item_list == old.param_flow_item_list
         }
-        _ => {
-            new.id != old.id
-                && *old
-                    == ParamFlowRule {
-                        id: old.id,
-                        ..new.clone()
-                    }
-        }
+        _ => new.id != old.id && old.eq_but_id(new),
+    }
+}
+
+/// Feeds `rule` to `h` so that rules [`succeeds`] relates hash alike: a THREAD rule by the values it
+/// counts, a QPS rule by every field but `id`.
+fn hash_successor_fields(rule: &ParamFlowRule, h: &mut impl Hasher) {
+    rule.grade.hash(h);
+    match rule.grade {
+        FlowGrade::Thread => rule.hash_counted_values(h),
+        FlowGrade::Qps => rule.hash_without_id(h),
     }
 }
 
@@ -453,17 +457,27 @@ impl ParamFlowRules {
     /// Validates `rules` and puts them in force; on error nothing changes.
     pub(crate) fn load(&self, rules: Vec<ParamFlowRule>) -> Result<(), RuleError> {
         check_regex_count(rules.iter().map(|r| r.regex))?;
+        check_rules_per_resource(rules.iter().map(|r| (r.resource.as_str(), r.regex)))?;
         let validated = all_or_errors(
             rules
                 .into_iter()
                 .enumerate()
                 .map(|(index, rule)| Ok((rule.validate(index)?, rule))),
         )?;
-        // Each rule kept, with its position in the list.
+        let hasher = RuleHasher::new();
+        let every_field = |r: &ParamFlowRule| {
+            hasher.hash(|h| {
+                r.id.hash(h);
+                r.hash_without_id(h);
+            })
+        };
+        let successor_fields = |r: &ParamFlowRule| hasher.hash(|h| hash_successor_fields(r, h));
+        // Each rule kept (the first of its equals), with its position in the list.
+        let firsts = first_of_each(&validated, |(_, r)| every_field(r), |(_, a), (_, b)| a == b);
         let mut parsed: Vec<(ParamFlowRule, Vec<(StoredValue, u32)>)> = Vec::new();
         let mut positions: Vec<usize> = Vec::new();
-        for (position, (items, rule)) in validated.into_iter().enumerate() {
-            if !parsed.iter().any(|(r, _)| *r == rule) {
+        for (position, ((items, rule), first)) in validated.into_iter().zip(firsts).enumerate() {
+            if first {
                 parsed.push((rule, items));
                 positions.push(position);
             }
@@ -481,11 +495,20 @@ impl ParamFlowRules {
                 .map(|(&i, (r, _))| (i, r.regex.then_some(r.resource.as_str()))),
         )?;
         let generation = old.generation + 1;
+        type Parsed = (ParamFlowRule, Vec<(StoredValue, u32)>);
         let in_order = carry_over(
             &old.in_order,
             parsed,
-            |s, (r, _)| *s.rule == *r,
-            |s, (r, _)| succeeds(r, &s.rule),
+            Pairing {
+                state: |s: &ParamRuleState| every_field(&s.rule),
+                rule: |(r, _): &Parsed| every_field(r),
+                holds: |s: &ParamRuleState, (r, _): &Parsed| *s.rule == *r,
+            },
+            Pairing {
+                state: |s: &ParamRuleState| successor_fields(&s.rule),
+                rule: |(r, _): &Parsed| successor_fields(r),
+                holds: |s: &ParamRuleState, (r, _): &Parsed| succeeds(r, &s.rule),
+            },
             |(rule, items), similar| {
                 ParamRuleState::new(
                     rule,

@@ -7,13 +7,15 @@
 //! `java.lang.String` or blank for a string, any other Java class name as a string, like Sentinel), so
 //! the integer `42` and the string `"42"` are different items.
 
+use std::hash::{Hash, Hasher};
+
 use serde_json::{Map, Value, json};
 
 use crate::flow::{ControlBehavior, FlowGrade};
 use crate::param::{ParamValue, StoredValue};
 use crate::rules::{
-    ClusterFields, Fields, RuleError, RuleFields, check_cluster_fields, check_pattern,
-    check_rule_head, rule_head,
+    ClusterFields, Fields, Firsts, RuleError, RuleFields, RuleHasher, check_cluster_fields,
+    check_pattern, check_rule_head, hash_f64, rule_head,
 };
 
 /// A value with its own threshold (Sentinel's `ParamFlowItem`).
@@ -24,7 +26,7 @@ use crate::rules::{
 /// let vip = ParamFlowItem::int(42, 100);
 /// assert_eq!((vip.object.as_str(), vip.class_type.as_deref()), ("42", Some("int")));
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ParamFlowItem {
     /// The value, as text (parsed by `class_type`).
     pub object: String,
@@ -140,7 +142,7 @@ fn parse_float<F: std::str::FromStr>(text: &str) -> Option<F> {
 /// server yet, so a cluster QPS rule is checked locally when `fallbackToLocalWhenFail` holds (the
 /// default, as for flow rules; Sentinel's default for parameter rules is `false`, which passes every
 /// call while the token service is away: CC-03) and passes only when it is set to `false`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ParamFlowClusterConfig {
     /// Globally unique flow id (> 0).
     pub flow_id: i64,
@@ -286,6 +288,82 @@ impl ParamFlowRule {
         self.grade == FlowGrade::Qps && self.control_behavior == ControlBehavior::RateLimiter
     }
 
+    /// Feeds every field but `id` to `h`, so that rules equal but for their id hash alike (a reload
+    /// pairs rules by it).
+    pub(crate) fn hash_without_id(&self, h: &mut impl Hasher) {
+        let ParamFlowRule {
+            id: _,
+            resource,
+            limit_app,
+            grade,
+            param_idx,
+            count,
+            control_behavior,
+            max_queueing_time_ms,
+            burst_count,
+            duration_in_sec,
+            param_flow_item_list,
+            cluster_mode,
+            cluster_config,
+            regex,
+        } = self;
+        resource.hash(h);
+        limit_app.hash(h);
+        grade.hash(h);
+        param_idx.hash(h);
+        hash_f64(*count, h);
+        control_behavior.hash(h);
+        max_queueing_time_ms.hash(h);
+        burst_count.hash(h);
+        duration_in_sec.hash(h);
+        param_flow_item_list.hash(h);
+        cluster_mode.hash(h);
+        cluster_config.hash(h);
+        regex.hash(h);
+    }
+
+    /// Whether this rule and `other` are equal but for their ids (without copying either).
+    pub(crate) fn eq_but_id(&self, other: &ParamFlowRule) -> bool {
+        let ParamFlowRule {
+            id: _,
+            resource,
+            limit_app,
+            grade,
+            param_idx,
+            count,
+            control_behavior,
+            max_queueing_time_ms,
+            burst_count,
+            duration_in_sec,
+            param_flow_item_list,
+            cluster_mode,
+            cluster_config,
+            regex,
+        } = self;
+        *resource == other.resource
+            && *limit_app == other.limit_app
+            && *grade == other.grade
+            && *param_idx == other.param_idx
+            && *count == other.count
+            && *control_behavior == other.control_behavior
+            && *max_queueing_time_ms == other.max_queueing_time_ms
+            && *burst_count == other.burst_count
+            && *duration_in_sec == other.duration_in_sec
+            && *param_flow_item_list == other.param_flow_item_list
+            && *cluster_mode == other.cluster_mode
+            && *cluster_config == other.cluster_config
+            && *regex == other.regex
+    }
+
+    /// Feeds what identifies the values a THREAD rule counts (resource, argument, exception items) to
+    /// `h`: a THREAD rule that replaces one alike takes over its calls in flight.
+    pub(crate) fn hash_counted_values(&self, h: &mut impl Hasher) {
+        self.resource.hash(h);
+        self.regex.hash(h);
+        self.param_idx.hash(h);
+        self.param_flow_item_list.hash(h);
+    }
+
     /// Checks the rule; `index` is its position in the list being loaded. Returns the parsed items.
     pub(crate) fn validate(&self, index: usize) -> Result<Vec<(StoredValue, u32)>, RuleError> {
         let err = |field: &str, reason: String| Err(RuleError::invalid(index, field, reason));
@@ -302,6 +380,10 @@ impl ParamFlowRule {
         }
         let mut items: Vec<(StoredValue, u32)> =
             Vec::with_capacity(self.param_flow_item_list.len());
+        // Each value's first item, found by hash: a list of many items is checked in linear time (the
+        // regression test `the_first_of_each_kind_is_kept_with_few_comparisons`).
+        let hasher = RuleHasher::new();
+        let mut firsts = Firsts::default();
         for (i, item) in self.param_flow_item_list.iter().enumerate() {
             let field = |name: &str| format!("paramFlowItemList[{i}].{name}");
             if i32::try_from(item.count).is_err() {
@@ -314,13 +396,15 @@ impl ParamFlowRule {
                 Ok(v) => v,
                 Err(reason) => return err(&field("object"), reason),
             };
-            if let Some(first) = items.iter().position(|(v, _)| *v == value) {
+            let value = (value, item.count);
+            let hash = hasher.hash(|h| value.0.hash(h));
+            if let Some(first) = firsts.earlier_equal(&items, &value, hash, |a, b| a.0 == b.0) {
                 return err(
                     &field("object"),
-                    format!("duplicates item {first} ({:?})", value.view()),
+                    format!("duplicates item {first} ({:?})", value.0.view()),
                 );
             }
-            items.push((value, item.count));
+            items.push(value);
         }
         if self.regex {
             check_pattern(index, &self.resource)?;
@@ -527,6 +611,19 @@ mod tests {
             class_type: class.map(str::to_owned),
         }
         .parse()
+    }
+
+    #[test]
+    fn rules_equal_but_for_their_id_compare_and_hash_alike() {
+        let hasher = crate::rules::RuleHasher::new();
+        let hash = |r: &ParamFlowRule| hasher.hash(|h| r.hash_without_id(h));
+        let a = ParamFlowRule::new("R", 0, 5.0)
+            .item(ParamFlowItem::int(1, 9))
+            .id(1);
+        let b = a.clone().id(2);
+        assert!(a.eq_but_id(&b) && hash(&a) == hash(&b));
+        assert!(!a.eq_but_id(&a.clone().item(ParamFlowItem::int(2, 9))));
+        assert!(!a.eq_but_id(&a.clone().burst_count(1)));
     }
 
     #[test]

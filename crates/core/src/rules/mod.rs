@@ -4,7 +4,8 @@
 //! Rules are loaded as a whole list. Any invalid rule rejects the list (the error names its index, the
 //! field and why) and the rules in force stay in force; Sentinel silently drops invalid rules instead.
 //! A list holds at most 100 regex rules, each pattern at most 512 bytes (and 256 KiB compiled): a
-//! longer list is refused before any pattern is compiled.
+//! longer list is refused before any pattern is compiled. A resource (or a pattern) takes at most 100
+//! rules of a type: each entry checks them all.
 //! The JSON is Sentinel's (fastjson-compatible): camelCase names, `20` and `20.0` both accepted for
 //! numbers, nulls omitted on output. A threshold is required (`count` of flow, degrade and
 //! hot-parameter rules: read as 0 it blocked everything; at least one dimension of a system rule). A
@@ -30,7 +31,10 @@ use thiserror::Error;
 
 pub use warning::{RuleLoad, RuleWarning};
 
-pub(crate) use checks::{ClusterFields, check_cluster_fields, check_origin_len, check_rule_head};
+pub(crate) use checks::{
+    ClusterFields, check_cluster_fields, check_origin_len, check_rule_head,
+    check_rules_per_resource,
+};
 pub(crate) use fields::Fields;
 #[cfg(test)]
 pub(crate) use json::parse_rule_array;
@@ -41,7 +45,7 @@ pub(crate) use json::{
 pub(crate) use pattern::whole_name_regex;
 pub(crate) use pattern::{check_pattern, check_regex_count, compile_patterns};
 pub(crate) use published::Published;
-pub(crate) use reload::carry_over;
+pub(crate) use reload::{Firsts, Pairing, RuleHasher, carry_over, first_of_each, hash_f64};
 pub(crate) use resource_table::ResourceTable;
 pub(crate) use rule_index::{RuleIndex, applicable, push_matching};
 

@@ -7,7 +7,8 @@
 use std::sync::Arc;
 
 use regex::Regex;
-use rustc_hash::FxHashMap;
+
+use crate::keyed_hash::{KeyedMap, keyed_map, keyed_state};
 
 #[cfg(test)]
 use super::whole_name_regex;
@@ -15,14 +16,15 @@ use super::whole_name_regex;
 /// Rules by resource name, and regex rules, each in load order.
 #[derive(Debug)]
 pub(crate) struct RuleIndex<S> {
-    exact: FxHashMap<Box<str>, Vec<Arc<S>>>,
+    /// Keyed by resource names, which rule lists choose (and crafted names collide under Fx).
+    exact: KeyedMap<Box<str>, Vec<Arc<S>>>,
     regex: Vec<(Regex, Arc<S>)>,
 }
 
 impl<S> Default for RuleIndex<S> {
     fn default() -> Self {
         RuleIndex {
-            exact: FxHashMap::default(),
+            exact: keyed_map(),
             regex: Vec::new(),
         }
     }
@@ -39,7 +41,11 @@ impl<S> RuleIndex<S> {
     where
         S: 's,
     {
-        let mut index = RuleIndex::default();
+        let states = states.into_iter();
+        let mut index = RuleIndex {
+            exact: KeyedMap::with_capacity_and_hasher(states.size_hint().0, keyed_state()),
+            regex: Vec::new(),
+        };
         for (state, pattern) in states {
             match (pattern, name(state)) {
                 (Some(re), _) => index.regex.push((re, state.clone())),
