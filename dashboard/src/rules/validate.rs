@@ -45,6 +45,9 @@ pub fn field_errors(error: &RuleError) -> Vec<FieldError> {
     }
 }
 
+/// One rule as the engine writes it back.
+type Rule = Map<String, Value>;
+
 /// The fields a load ignored, as field errors that are only warnings: the list was valid and is
 /// kept without them.
 pub(crate) fn field_warnings(warnings: &[RuleWarning]) -> Vec<FieldError> {
@@ -97,7 +100,7 @@ impl RuleValidator {
         &self,
         rule_type: RuleType,
         rules: &[Value],
-    ) -> Result<(Vec<Map<String, Value>>, Vec<FieldError>), Vec<FieldError>> {
+    ) -> Result<(Vec<Rule>, Vec<FieldError>), Vec<FieldError>> {
         for (index, rule) in rules.iter().enumerate() {
             if !rule.is_object() {
                 return Err(vec![FieldError {
