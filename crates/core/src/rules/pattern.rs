@@ -7,8 +7,9 @@
 //! list could hold any number of them. So a pattern is at most [`MAX_PATTERN_LEN`] bytes and
 //! [`MAX_PATTERN_COMPILED_BYTES`] compiled, and a list holds at most [`MAX_REGEX_RULES`] regex rules,
 //! counted before any rule is read further: the worst list, 100 patterns at either limit, compiles in
-//! about 0.1 s here (0.09 s at the compiled-size limit, 0.13 s at the length limit; BENCHMARKS.md,
-//! "Rule reloads"), and a mebibyte of regex rules is refused in the time it takes to parse the JSON.
+//! about 0.1 s here (0.08–0.13 s at the compiled-size limit, 0.1–0.16 s at the length limit, over runs
+//! on a shared machine; BENCHMARKS.md, "Rule reloads"), and a mebibyte of regex rules is refused in the
+//! time it takes to parse the JSON.
 //! Each new resource is also matched against every regex rule of each type on its first entry, which
 //! the cap bounds too.
 

@@ -114,6 +114,12 @@ pub(crate) fn carry_over<T, S>(
     similar: Pairing<impl Fn(&S) -> u64, impl Fn(&T) -> u64, impl Fn(&S, &T) -> bool>,
     mut fresh: impl FnMut(T, Option<&S>) -> S,
 ) -> Vec<Arc<S>> {
+    if old.is_empty() {
+        return new
+            .into_iter()
+            .map(|rule| Arc::new(fresh(rule, None)))
+            .collect();
+    }
     let mut taken = vec![false; old.len()];
     let mut equal = Buckets::new(old.iter().map(|s| (same.state)(s)).collect());
     let kept: Vec<Option<usize>> = new
