@@ -263,7 +263,7 @@ fn rules_merge_by_minimum_and_no_rule_turns_protection_off() {
         (Some(0.3), Some(0.2))
     );
 
-    // SY-03: Sentinel lets a trailing rule that sets nothing switch protection off. Such a rule is
+    // Sentinel lets a trailing rule that sets nothing switch protection off. Such a rule is
     // refused here, and the rules in force stay.
     load(&fg, r#"[{"qps":0}]"#);
     for rules in [
