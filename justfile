@@ -27,6 +27,7 @@ bench:
     cargo bench -p floodgate-core --bench system -- --warm-up-time 1 --measurement-time 3
     cargo bench -p floodgate-core --bench param_flow -- --warm-up-time 1 --measurement-time 3
     cargo bench -p floodgate-core --bench memory
+    cargo bench -p floodgate-core --bench rule_reload
     cargo bench -p floodgate-transport --bench agent -- --warm-up-time 1 --measurement-time 3
     cargo bench -p floodgate-tower --features axum --bench layer -- --warm-up-time 1 --measurement-time 3
 
