@@ -1,5 +1,10 @@
 //! The slot chain: SPI registration, order, per-engine edits, blocking.
 
+// Its own test binary, not a module of `tests/core`: `register_slot!` below adds `test_registered` to
+// the chain of every engine built in the process, so in the shared binary every default engine would
+// take the generic chain, `builtin_chain` would no longer compare the built-in path with the generic
+// one, and the slot lists other tests check would change.
+
 use std::sync::{Arc, Mutex};
 
 use floodgate_core::{

@@ -219,6 +219,10 @@ fn refusal(answer: &[u8]) -> Option<String> {
 }
 
 #[cfg(test)]
+#[path = "heartbeat_paused.rs"]
+mod paused;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

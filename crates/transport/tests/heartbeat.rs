@@ -1,11 +1,16 @@
 //! Heartbeats received by a real HTTP server, failover, and an app that keeps serving while the dashboard
 //! is down.
+//!
+//! These go through an agent, whose heartbeats run on its own runtime thread on real time: the tests
+//! wait for the heartbeats themselves (a channel from the dashboard stand-in), never for a time. The
+//! heartbeat loop's timing (interval, back-off, failover order) is tested on paused time next to it,
+//! in `src/heartbeat_paused.rs`.
 
 mod support;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -15,27 +20,43 @@ use axum::http::HeaderMap;
 use axum::routing::any;
 use floodgate_core::RuleType;
 use support::*;
+use tokio::sync::watch;
 
-type Received = Arc<Mutex<Vec<(HashMap<String, String>, Option<String>)>>>;
+/// The form and `x-floodgate-token` header of each heartbeat received, in order.
+type Heartbeats = Vec<(HashMap<String, String>, Option<String>)>;
 
 /// A dashboard stand-in on an ephemeral port that records `/registry/machine` calls.
-async fn dashboard() -> (SocketAddr, Received) {
-    let received: Received = Arc::default();
-    async fn register(State(r): State<Received>, headers: HeaderMap, body: Bytes) -> &'static str {
+async fn dashboard() -> (SocketAddr, watch::Receiver<Heartbeats>) {
+    let (received, seen) = watch::channel(Heartbeats::new());
+    async fn register(
+        State(r): State<Arc<watch::Sender<Heartbeats>>>,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> &'static str {
         let form: HashMap<String, String> = form_urlencoded::parse(&body).into_owned().collect();
         let token = headers
             .get("x-floodgate-token")
             .map(|v| v.to_str().unwrap_or_default().to_owned());
-        r.lock().unwrap().push((form, token));
+        r.send_modify(|r| r.push((form, token)));
         r#"{"success":true,"code":0,"msg":"success","data":null}"#
     }
     let app = Router::new()
         .route("/registry/machine", any(register))
-        .with_state(received.clone());
+        .with_state(Arc::new(received));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await });
-    (addr, received)
+    (addr, seen)
+}
+
+/// Waits until at least `n` heartbeats arrived (for at most 10 s: the agent's thread runs on real
+/// time) and returns them.
+async fn at_least(seen: &mut watch::Receiver<Heartbeats>, n: usize) -> Heartbeats {
+    tokio::time::timeout(Duration::from_secs(10), seen.wait_for(|r| r.len() >= n))
+        .await
+        .expect("heartbeats arrived")
+        .expect("the dashboard stand-in runs")
+        .clone()
 }
 
 /// A port nothing listens on.
@@ -44,9 +65,24 @@ fn dead_port() -> SocketAddr {
     l.local_addr().unwrap()
 }
 
+/// A dashboard that accepts connections and hangs up at once, without an answer; sends the number of
+/// connections so far.
+async fn hanging_up() -> (SocketAddr, watch::Receiver<usize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (accepted, seen) = watch::channel(0);
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            drop(stream);
+            accepted.send_modify(|n| *n += 1);
+        }
+    });
+    (addr, seen)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn heartbeats_carry_sentinels_parameters() {
-    let (dash, received) = dashboard().await;
+    let (dash, mut received) = dashboard().await;
     let (_clock, fg) = engine();
     let agent = builder(&fg)
         .dashboard(dash.to_string())
@@ -54,8 +90,7 @@ async fn heartbeats_carry_sentinels_parameters() {
         .start()
         .unwrap();
     let port = agent.port();
-    assert!(eventually(|| received.lock().unwrap().len() >= 2));
-    let (form, token) = received.lock().unwrap()[0].clone();
+    let (form, token) = at_least(&mut received, 2).await[0].clone();
     assert_eq!(form["app"], "test-app");
     assert_eq!(form["app_type"], "0");
     assert_eq!(
@@ -79,7 +114,7 @@ async fn heartbeats_carry_sentinels_parameters() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failover_override_ip_and_token() {
-    let (dash, received) = dashboard().await;
+    let (dash, mut received) = dashboard().await;
     let (_clock, fg) = engine();
     let _agent = builder(&fg)
         .dashboard(dead_port().to_string())
@@ -89,11 +124,8 @@ async fn failover_override_ip_and_token() {
         .heartbeat_interval(Duration::from_millis(100))
         .start()
         .unwrap();
-    assert!(
-        eventually(|| !received.lock().unwrap().is_empty()),
-        "the second dashboard got it"
-    );
-    let (form, token) = received.lock().unwrap()[0].clone();
+    // The second dashboard got it.
+    let (form, token) = at_least(&mut received, 1).await[0].clone();
     assert_eq!(form["ip"], "10.9.8.7");
     assert_eq!(form["token"], "heartbeat-token");
     assert_eq!(token.as_deref(), Some("heartbeat-token"));
@@ -101,16 +133,22 @@ async fn failover_override_ip_and_token() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_dashboard_never_stops_the_app() {
+    let (hangs_up, mut tried) = hanging_up().await;
     let (_clock, fg) = engine();
     let agent = builder(&fg)
         .dashboard(dead_port().to_string())
+        .dashboard(hangs_up.to_string())
         .heartbeat_interval(Duration::from_millis(50))
         .start()
         .unwrap();
     let addr = agent.local_addr();
     fg.load_rules_json(RuleType::Flow, r#"[{"resource":"R","count":1}]"#)
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Two heartbeats failed on both dashboards (the second after a back-off).
+    tokio::time::timeout(Duration::from_secs(10), tried.wait_for(|n| *n >= 2))
+        .await
+        .expect("heartbeats were tried")
+        .expect("the stand-in runs");
     let (status, rules) = tokio::task::spawn_blocking(move || get(addr, "getRules?type=flow"))
         .await
         .unwrap();
@@ -124,7 +162,7 @@ async fn a_dead_dashboard_never_stops_the_app() {
 /// address, loopback or not, is the address reported (heartbeats and `basicInfo`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_on_another_loopback_address_reports_that_address() {
-    let (dash, received) = dashboard().await;
+    let (dash, mut received) = dashboard().await;
     let (_clock, fg) = engine();
     let agent = builder(&fg)
         .bind("127.0.0.2".parse().unwrap())
@@ -133,8 +171,7 @@ async fn an_agent_on_another_loopback_address_reports_that_address() {
         .start()
         .unwrap();
     assert_eq!(agent.local_addr().ip().to_string(), "127.0.0.2");
-    assert!(eventually(|| !received.lock().unwrap().is_empty()));
-    let (form, _) = received.lock().unwrap()[0].clone();
+    let (form, _) = at_least(&mut received, 1).await[0].clone();
     assert_eq!(form["ip"], "127.0.0.2");
     assert_eq!(form["port"], agent.port().to_string());
     let addr = agent.local_addr();

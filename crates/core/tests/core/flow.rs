@@ -8,8 +8,7 @@ use floodgate_core::{
     ManualClock, RuleType,
 };
 
-mod support;
-use support::TickClock;
+use crate::support::TickClock;
 
 const T0: u64 = 1_700_000_000_000;
 
