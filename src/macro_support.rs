@@ -188,7 +188,8 @@ impl Drop for Guard<'_> {
 
 /// Runs an async body, tracing a panic that unwinds out of one of its polls into `entry` before it
 /// goes on. Only the body's own: a guarded future dropped while its caller unwinds from another panic
-/// was cancelled, and is not traced (it was, found in review).
+/// was cancelled, and is not traced: it is no failure of the guarded resource
+/// (`an_async_panic_is_traced_and_a_cancellation_during_anothers_is_not`).
 pub async fn traced_body<R, F: Future<Output = R>>(entry: &Entry<'_>, body: F) -> R {
     let mut body = std::pin::pin!(body);
     std::future::poll_fn(|cx| {

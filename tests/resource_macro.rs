@@ -539,7 +539,7 @@ fn nested_outer() -> Result<u32, AppError> {
 }
 
 /// A nested guarded call's block, passed up with `?` in the caller's error type, is not the outer
-/// call's failure (it fed the outer resource's breakers: found in review).
+/// call's failure: it must not feed the outer resource's breakers.
 #[test]
 fn a_nested_block_passed_up_is_not_traced() {
     assert!(matches!(nested_outer(), Err(AppError::Blocked(_))));
@@ -566,7 +566,7 @@ mod async_fns {
     }
 
     /// The body's value is coerced to the declared output, as without the attribute: a boxed value
-    /// becomes a trait object, in the tail and in a `return` (found in review: it did not compile).
+    /// becomes a trait object, in the tail and in a `return` (this compiling is the test).
     #[floodgate::resource(name = "async_dyn", engine = engine())]
     async fn shown(id: u64) -> Result<Box<dyn fmt::Display + Send>, AppError> {
         tokio::task::yield_now().await;
@@ -597,7 +597,7 @@ mod async_fns {
     }
 
     /// An async body's panic is traced; a guarded call cancelled while its caller unwinds from a panic
-    /// of its own is not (it was counted as a failure of the guarded resource: found in review).
+    /// of its own is not (it is no failure of the guarded resource).
     #[tokio::test]
     async fn an_async_panic_is_traced_and_a_cancellation_during_anothers_is_not() {
         assert!(tokio::spawn(panics_after_a_yield()).await.is_err());

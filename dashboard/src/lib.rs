@@ -12,6 +12,50 @@
 //!
 //! [`app`] builds the router from an [`AppState`]; [`Dashboard::start`] opens the database and starts
 //! the background tasks; the `floodgate-dashboard` binary is a thin `main` around both.
+//!
+//! `floodgate-dashboard --help` lists every setting (each also an environment variable). What it does:
+//!
+//! - **Registry.** Machines register by heartbeat (`/registry/machine`, GET or POST form); every field is
+//!   checked (an IP literal, a port, lengths, no control characters). `--registration-token` makes heartbeats
+//!   carry a token; `--allow-cidrs 10.0.0.0/8,…` limits the addresses machines may register from — the
+//!   dashboard only ever calls registered `ip:port` pairs that passed both. A machine is healthy while its last
+//!   heartbeat is under 60 s old (`--unhealthy-after-secs`); an unhealthy one is left out of fetches and
+//!   pushes, not forgotten.
+//! - **Metrics.** Every healthy machine's per-second metrics are fetched each second and summed per app ×
+//!   resource × second (RT weighted by completed calls) into SQLite by one writer; per-second rows are kept
+//!   6 h, per-minute rollups 7 days (`--second-retention-secs`, `--minute-retention-secs`).
+//! - **Rules are the dashboard's**, per app (not per machine): every change is validated by floodgate-core's
+//!   own parser (the bad rule's index and field named, nothing changed), committed with a history entry (who,
+//!   when, the list before and after; any entry can be rolled back), then the app's whole list of that type is
+//!   pushed to every healthy machine and each machine's result recorded; failures are retried with backoff. At
+//!   every heartbeat a machine's rules are compared with the stored ones and pushed again when they differ (a
+//!   restart without a rule file, an edit made elsewhere); a type the app has never managed is imported from
+//!   the first machine that has rules of it, so existing rules are never wiped. Rule JSON is sent so that Java
+//!   clients' second URL-decoding leaves it intact (`a+b %2B c` arrives as written).
+//! - **Users.** No default password: the first admin (`--admin-user`, default `admin`) gets
+//!   `FLOODGATE_ADMIN_PASSWORD` (or `--admin-password`), or a generated password printed once at the first
+//!   start. Roles viewer, editor, admin; server-side sessions in `HttpOnly`, `SameSite=Strict` cookies, rotated
+//!   at sign-in and expiring (`--session-ttl-secs`); state-changing requests need the session's CSRF token
+//!   (`X-CSRF-Token`, from `GET /api/me`); sign-ins are throttled per user and per address; scripts use
+//!   per-user API tokens (`Authorization: Bearer fgt_…`). Only `/registry/machine`, the sign-in page and
+//!   `/static` are open.
+//! - **JSON API** (`/api/…`): `apps`; `apps/{app}/machines` (health, version, last heartbeat, each rule
+//!   type's last push, drift); `apps/{app}/machines/{id}/resources?view=tree|list`;
+//!   `apps/{app}/metrics?resource=&from=&to=`; `apps/{app}/resources/top`; `apps/{app}/rules/{type}` (GET,
+//!   POST, PUT of the whole list) and `…/{type}/{id}` (GET, PUT, DELETE) for `flow`, `degrade`, `system`,
+//!   `authority`, `paramFlow`; `apps/{app}/push-status`, `apps/{app}/push`; `apps/{app}/circuit-breakers`;
+//!   `apps/{app}/history`, `…/history/{id}/rollback`; `apps/{app}/export` and `apps/{app}/import` (the whole
+//!   rule set as one JSON document); `users`, `tokens`, `me`. Bad input answers 422 with the field named.
+//!
+//! ```sh
+//! curl -c jar -H 'content-type: application/json' \
+//!      -d '{"username":"admin","password":"…"}' http://127.0.0.1:8080/auth/login
+//! curl -b jar http://127.0.0.1:8080/api/apps
+//! TOKEN=$(curl -s -b jar -H "x-csrf-token: $(curl -s -b jar http://127.0.0.1:8080/api/me | jq -r .csrfToken)" \
+//!      -H 'content-type: application/json' -d '{"name":"ci"}' http://127.0.0.1:8080/api/tokens | jq -r .token)
+//! curl -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' \
+//!      -d '{"resource":"GET:/api/orders","count":20}' http://127.0.0.1:8080/api/apps/demo-shop/rules/flow
+//! ```
 
 pub mod agent_client;
 pub mod auth;

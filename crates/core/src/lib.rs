@@ -32,14 +32,8 @@
 //!   `EntranceNode` per context, an origin node per resource × caller (at most
 //!   [`FloodgateBuilder::max_origins`] callers per resource; later ones share [`OVER_CAP_ORIGIN`]), and
 //!   the global inbound node.
-//! * Caps, so that names a client chooses cannot grow the engine without bound: 6000 resources
-//!   ([`FloodgateBuilder::max_resources`]; past it a name no rule names passes uncounted, or shares
-//!   [`OVER_CAP_RESOURCE`] while system or default `"*"` degrade rules are in force, and names only
-//!   regex rules match share one resource per set of matching rules), 2000 contexts, 1000
-//!   origins per resource, and 10,000 distinct origin names in the engine (past it, a context's new
-//!   origin that no rule names is [`OVER_CAP_ORIGIN`]; origins rules name keep their names).
-//!   Rule lists have caps too: 100 regex rules a list and 100 rules of a type a resource (see
-//!   [`Floodgate::load_rules_json`]).
+//! * Caps on everything a client names (resources, contexts, origins) and on rule lists: see
+//!   [Caps](#caps).
 //! * [`Slot`]s, registered with an order ([`register_slot!`]) and assembled per engine by
 //!   [`FloodgateBuilder`]; an engine with only the built-in slots runs them as straight-line code.
 //! * Resources by name ([`Floodgate::entry`]), resolved once ([`Floodgate::resource`], borrowing the
@@ -52,6 +46,56 @@
 //!   [`BlockKind`]), breaker transitions (`floodgate::breaker`, `warn` on opening, `info` otherwise) and
 //!   rule loads (`floodgate::rules`, `info` with the count, `warn` with the error of a rejected list and
 //!   with each field a JSON load ignored, see [`RuleWarning`]).
+//!
+//! # Caps
+//!
+//! Names a client chooses (a URL path, a caller header) cannot grow the engine without bound:
+//!
+//! * **Resources**: 6000 ([`FloodgateBuilder::max_resources`], [`DEFAULT_MAX_RESOURCES`]). Past the cap,
+//!   a new name that no rule names passes uncounted, or, while system rules or default `"*"` circuit
+//!   breakers are in force, is counted on one shared [`OVER_CAP_RESOURCE`]. A new name that only regex
+//!   rules match (a raw URL path, say) shares one resource with the other names the same regex rules
+//!   match, so those rules still apply, to all of them together. Name resources by route template, not
+//!   by raw path.
+//! * **Contexts**: 2000 named ones ([`FloodgateBuilder::max_contexts`], [`DEFAULT_MAX_CONTEXTS`]); past
+//!   the cap, entries run in the default context.
+//! * **Origins** (callers, often a request header): 1000 counted apart per resource
+//!   ([`FloodgateBuilder::max_origins`], [`DEFAULT_MAX_ORIGINS`]); later ones share
+//!   [`OVER_CAP_ORIGIN`], except origins that a flow rule of the resource names. An origin longer than
+//!   [`MAX_ORIGIN_LEN`] (256 bytes) is an origin no rule names, counted with those past the cap. The engine keeps at most 10,000 distinct origin names: past
+//!   that, a context's new origin that no rule names is [`OVER_CAP_ORIGIN`]; origins that rules name keep
+//!   their names.
+//! * **Rule lists**: at most 100 regex rules a list and 100 rules of a type a resource (see
+//!   [`Floodgate::load_rules_json`]).
+//!
+//! # Process-wide pieces
+//!
+//! Most state belongs to an engine and goes with it. A few pieces are shared by the whole process:
+//!
+//! * **The 1 ms ticker thread.** [`CachedClock`], every engine's default clock, reads a time that one
+//!   thread, `floodgate-clock`, stores every millisecond; all `CachedClock`s of the process share it. It
+//!   starts with the first `CachedClock` (building an engine without a clock of its own, or the first
+//!   sample of an [`OsProbe`]) and runs for the rest of the process. A reading lags real time by about
+//!   a millisecond at most. A forked child has no ticker until its first `CachedClock::new` (building an
+//!   engine does it), so build engines after a fork; should the thread fail to start, the clock reads
+//!   the system clock on every call instead. An engine built with [`SystemClock`] or [`ManualClock`]
+//!   starts no ticker.
+//! * **The remote-exit record.** Each thread knows its current entry (entries started there nest under
+//!   it, in its context, with its origin). An entry that exits on another thread than the one it was
+//!   current on (an [`OwnedEntry`] sent elsewhere, an async entry whose task moved) cannot change that
+//!   thread's state, so the exit is recorded in one process-wide table for the thread to apply the next
+//!   time it starts an entry. Each thread checks a counter of its own (one relaxed load per entry) and takes the table's lock only
+//!   when an exit may be its own. The table holds at most 4096 records; past that the oldest go (those
+//!   of threads that ended, which never take theirs).
+//! * **The default engine.** [`entry`] and [`global`] use one engine per process, built with
+//!   `Floodgate::builder().build()` on first use. [`set_global_default`] replaces it once, and only before
+//!   it was first used. Libraries should take a `&Floodgate` instead.
+//! * **Slot registrations.** [`register_slot!`] adds a slot to every engine built in the process
+//!   (collected at link time); [`FloodgateBuilder`] can replace or remove one per engine.
+//!
+//! Two threads belong to an engine and end with it: the block log's writer (only with
+//! [`FloodgateBuilder::block_log_file`]) and the [`OsProbe`]'s sampler (once a load or CPU threshold is in
+//! force, or the system status is read).
 
 mod arena;
 mod authority;

@@ -101,7 +101,8 @@ fn is_grpc_service_route(template: &str) -> bool {
 
 /// Whether a path has a gRPC method's shape, `/package.Service/Method` (the service's name with a dot,
 /// as in [`is_grpc_service_route`]): the content type alone is the client's word, and with it any path
-/// (`/orders/1` of a route under an HTTP rule) was named by itself, escaping the rule (found in review).
+/// (`/orders/1` of a route under an HTTP rule) would be named by itself, escaping the rule
+/// (`a_grpc_content_type_does_not_rename_an_http_request`).
 fn is_grpc_method_path(path: &str) -> bool {
     let Some((service, method)) = path.strip_prefix('/').and_then(|rest| rest.split_once('/'))
     else {

@@ -38,8 +38,9 @@ impl DefaultBlockResponse {
         match block.kind() {
             BlockKind::Flow => Some(1),
             BlockKind::ParamFlow => Some(match block.rule_as::<ParamFlowRule>() {
-                // A token bucket (any QPS behaviour but pacing: Sentinel's parameter checker takes 1
-                // and 3 for the default; they got 1: found in review).
+                // A token bucket: any QPS behaviour but pacing, since Sentinel's parameter checker
+                // treats behaviours 1 and 3 as the default; they too get the rule's window
+                // (`retry_after_follows_the_blocking_rule`).
                 Some(rule) if rule.grade == FlowGrade::Qps && !rule.paces() => {
                     rule.duration_in_sec.max(1)
                 }

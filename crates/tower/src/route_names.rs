@@ -44,7 +44,8 @@ pub(crate) const GRPC_OVERFLOW: &str = "grpc:/*";
 
 /// Route → the keys of the names built for it, one per method. Hashed under random keys: a gRPC
 /// route is the request's own path, and paths made to collide under an unkeyed hash would share one
-/// probe chain (3.6 µs a lookup for 1024 of them).
+/// probe chain.
+// Measured: 3.6 µs a lookup for 1024 colliding paths under an unkeyed hash.
 type Names = KeyedMap<Box<str>, Vec<(Option<Method>, ResourceKey)>>;
 
 /// How many routes the recent table holds (axum only).

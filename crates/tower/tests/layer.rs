@@ -542,8 +542,8 @@ async fn grpc_paths_and_the_method_fallback_name_resources_outside_axum_routes()
 }
 
 /// Outside axum's routes, a gRPC content type names a request by its path only for a gRPC method's
-/// shape (`POST /package.Service/Method`): on any other request a client sent it to name the request
-/// itself, and escaped the rule on `GET:/*` (found in review).
+/// shape (`POST /package.Service/Method`): on any other request, a client that sent it would name the
+/// request itself, and escape the rule on `GET:/*`.
 #[tokio::test]
 async fn a_grpc_content_type_does_not_rename_an_http_request() {
     let (_clock, fg) = engine();

@@ -155,8 +155,9 @@ fn default_app_name() -> String {
 }
 
 /// Reads variable `names` (the first set one wins) through `get`. A blank value of one of Sentinel's
-/// names is unset ([`sentinel_blank_is_unset`]): the next name is read (a blank `project.name` hid
-/// `csp.sentinel.app.name`, and a blank port stopped the app: found in review).
+/// names is unset ([`sentinel_blank_is_unset`]): the next name is read, so a blank `project.name` does
+/// not hide `csp.sentinel.app.name`, nor does a blank port stop the app (the unit test
+/// `floodgate_and_sentinel_names`).
 fn lookup(get: &dyn Fn(&str) -> Option<String>, names: &[&str]) -> Option<(String, String)> {
     names.iter().find_map(|name| {
         let direct = get(name)
@@ -179,8 +180,8 @@ fn sentinel_blank_is_unset((name, value): &(String, String)) -> bool {
 }
 
 /// `path` as a heartbeat's URL path: trimmed, with a `/` put in front if it has none (as Sentinel's
-/// `TransportConfig` does; refused, a Sentinel setup that wrote `registry/machine` did not start:
-/// found in review); `None` if it is blank or not what a URI's path (and query) may hold.
+/// `TransportConfig` does, so that a Sentinel setup that wrote `registry/machine` starts); `None` if it
+/// is blank or not what a URI's path (and query) may hold.
 pub(crate) fn heartbeat_path(path: &str) -> Option<String> {
     let path = path.trim();
     if path.is_empty() {
@@ -460,7 +461,7 @@ mod tests {
         );
         assert_eq!(sentinel_blanks.app_name, "orders", "the next name is read");
         assert_eq!(sentinel_blanks.dashboards, ["dash:8080"]);
-        // Sentinel's heartbeat path setting is read (it was ignored: found in review), and checked.
+        // Sentinel's heartbeat path setting is read, and checked.
         let c = AgentConfig::from_vars(vars(&[(
             "csp.sentinel.heartbeat.api.path",
             " /api/registry ",

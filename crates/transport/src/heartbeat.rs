@@ -250,7 +250,7 @@ mod tests {
             url("http://dash:8080/", "/registry/machine"),
             "http://dash:8080/registry/machine"
         );
-        // The scheme in any case (its every heartbeat failed, quietly, found in review).
+        // The scheme in any case: `HTTP://` is a dashboard too, not one every heartbeat quietly fails.
         assert_eq!(
             url("HTTP://dash:8080", "/registry/machine"),
             "http://dash:8080/registry/machine"
@@ -278,7 +278,7 @@ mod tests {
     }
 
     /// An address detected after `start` (a dashboard named by host name) is what `basicInfo` reports
-    /// too (it kept the provisional loopback address: found in review).
+    /// too, not the provisional loopback address.
     #[test]
     fn a_detected_address_is_shared_with_the_commands() {
         let shared = ReportedIp::new("127.0.0.1");

@@ -14,8 +14,8 @@ pub(crate) struct HostInfo {
 }
 
 /// The IP reported to dashboards, as last detected: the heartbeat task resolves dashboards named by
-/// host name after `start`, and `basicInfo` must answer what the heartbeats say (it kept the
-/// provisional loopback address: found in review).
+/// host name after `start`, and `basicInfo` must answer what the heartbeats say, not the provisional
+/// loopback address (`a_detected_address_is_shared_with_the_commands`).
 #[derive(Debug, Clone)]
 pub(crate) struct ReportedIp(Arc<Mutex<String>>);
 
@@ -207,8 +207,8 @@ mod tests {
     }
 
     /// Without lookups (at `start`), a dashboard given by address is routed to at once and one given by
-    /// name leaves the address provisional (a slow resolver held `start` for its whole timeout: found
-    /// in review).
+    /// name leaves the address provisional, so that a slow resolver cannot hold `start` for its whole
+    /// timeout.
     #[test]
     fn without_lookups_only_dashboard_addresses_count() {
         let dashboards = ["localhost:8080".to_owned(), "127.0.0.1:8080".to_owned()];

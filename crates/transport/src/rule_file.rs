@@ -148,9 +148,9 @@ impl RuleFiles {
             }
             Ok(None) => {}
             // The file still holds what it held. The pushed rules stay in force until its text
-            // changes: that text is seen (forgotten, the next event in any watched directory, even
-            // the failed write's own temporary file, reloaded the old text over the push: found
-            // in review).
+            // changes: that text is seen, or the next event in any watched directory (even the
+            // failed write's own temporary file) would reload the old text over the push
+            // (`a_push_that_could_not_be_written_stays_in_force`).
             Err(_) => match self.path(t).map(std::fs::read_to_string) {
                 Some(Ok(text)) => {
                     seen.insert(t.into(), text);

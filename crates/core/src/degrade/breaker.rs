@@ -31,7 +31,8 @@
 //!   HALF_OPEN with a newer probe in flight), unless a failure was measured since it was reserved (a
 //!   window judged bad, a probe that failed, late or not: the breaker counts them): calls slower than
 //!   the timeout would otherwise keep it open for good under steady traffic (each probe's late success
-//!   finding a newer probe in flight, with calls slower than twice `timeWindow`: found in review).
+//!   finding a newer probe in flight, with calls slower than twice `timeWindow`; the test
+//!   `probes_slower_than_twice_the_window_still_close_the_breaker` holds it).
 //!
 //! The whole state is one `AtomicU64` (phase, a probe generation, and the time that matters in the
 //! phase: `retryAt` when open, the probe's deadline when reserved or half-open), and every transition is
@@ -201,9 +202,12 @@ pub(crate) struct Breaker {
 
 impl Breaker {
     /// Takes over `from`'s state and counts: `self` replaces it for a rule reloaded with only its
-    /// presentation changed (an open breaker stays open: CB-06). A probe in flight reports to `from`,
-    /// so here it becomes an open state whose retry is due: the next call probes again (left half-open,
-    /// the breaker blocked everything until the probe's deadline, then reopened for a whole window).
+    /// presentation changed (an open breaker stays open, so a dashboard that renumbers or re-sends its
+    /// rules does not close it: `a_rule_reloaded_with_only_its_presentation_changed_keeps_its_breakers`).
+    /// A probe in flight reports to `from`, so here it becomes an open state whose retry is due: the
+    /// next call probes again (left half-open, the breaker would block everything until the probe's
+    /// deadline, then reopen for a whole window:
+    /// `a_breaker_carried_over_with_its_probe_in_flight_probes_again`).
     pub(crate) fn copy_state(&self, from: &Breaker) {
         let word = Word::unpack(from.word.load(Ordering::Acquire));
         let word = match word.phase {
@@ -358,8 +362,9 @@ impl Breaker {
             Test::ErrorCount(t) => t.exceeded(bad),
         };
         if let Some(value) = tripped {
-            // Counted before the breaker opens: a late success that saw it open with the count
-            // unchanged closed it again (found in review).
+            // Counted before the breaker opens, so that a late success that sees it open also sees
+            // the count changed, and leaves it open
+            // (`a_late_success_racing_a_bad_window_leaves_the_breaker_open`).
             self.failures.fetch_add(1, Ordering::AcqRel);
             let open = w.with(Phase::Open, now.saturating_add(self.recovery_ms));
             if self.cas(raw, open) {
@@ -434,8 +439,9 @@ impl ProbeToken {
         if bad {
             // A failure measured, even late (a timed-out probe's): no older probe's late success may
             // close the breaker now. Counted apart from the word, which a newer probe's token must
-            // find as it left it (a late failure that changed it lost that probe's success: found in
-            // review).
+            // find as it left it: a late failure that changed the word would make that probe's
+            // success find a stale word and be lost
+            // (`a_late_failure_does_not_hide_a_newer_probes_success`).
             b.failures.fetch_add(1, Ordering::AcqRel);
             let open = half.with(Phase::Open, now.saturating_add(b.recovery_ms));
             if b.cas(half.pack(), open) {
@@ -573,8 +579,9 @@ mod tests {
     }
 
     /// A window judged bad that opens the breaker while a timed-out probe's late success completes:
-    /// the success must not close it again (it did when the failure was counted after the breaker
-    /// opened: a few hundred runs in 100,000, found in review). A race: many rounds.
+    /// the success must not close it again, which needs the failure counted before the breaker
+    /// opens. The window between the two is narrow (a few hundred runs in 100,000 hit it), hence the
+    /// many rounds.
     #[test]
     fn a_late_success_racing_a_bad_window_leaves_the_breaker_open() {
         use std::sync::atomic::AtomicBool;

@@ -124,7 +124,7 @@ impl Observers {
 
     /// Tells every observer; builds the event only when someone listens. An observer that panics does
     /// not stop the others, nor the request whose completion or admission made the change; it is logged
-    /// (`warn`, target `floodgate::breaker`), not swallowed (SY-05).
+    /// (`warn`, target `floodgate::breaker`), not swallowed (`observers_are_named_replaceable_and_removable`).
     pub(crate) fn notify(&self, event: impl FnOnce() -> BreakerStateChange) {
         let list = self.list.load();
         if list.is_empty() {

@@ -13,7 +13,7 @@
 //! permit. Nothing is reserved and nothing waits: this is Sentinel's `DefaultController` without the
 //! prioritized "occupy a future window" path.
 //!
-//! The pass QPS is read over the node's second window, which slides by whole buckets (ST-01): with
+//! The pass QPS is read over the node's second window, which slides by whole buckets: with
 //! Sentinel's default of 2 × 500 ms buckets, a bucket's passes stop counting the moment it leaves the
 //! window, so up to twice `count` can pass within a little over half a second across a boundary (5
 //! passes at 400 ms and 5 more at 1000 ms under a count of 5). That is Sentinel's semantics, kept;

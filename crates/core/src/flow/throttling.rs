@@ -290,7 +290,8 @@ mod tests {
 
     #[test]
     fn fractional_count_paces_one_pass_per_five_seconds() {
-        // Sentinel crashes on 0.2 (FL-04: `1000 % Math.round(0.2)`); here it is just a 5 s interval.
+        // Sentinel throws while loading 0.2 (`1000 % Math.round(0.2)` divides by zero); here it is
+        // just a 5 s interval.
         let c = ThrottlingController::new(0.2, Duration::ZERO);
         assert_eq!(c.interval(), Duration::from_secs(5));
         assert_eq!(c.try_acquire(T0, 1), pass(0));

@@ -65,7 +65,7 @@
 //!   7 permits at 6.67) passes when the window holds no pass at all, so such a bucket admits one
 //!   request per window and warms with it (2 QPS over 10 s: one a second for 10 s, then 2). Requests
 //!   that fit the allowed QPS are unaffected, and a larger batch is refused as in Sentinel (allowing
-//!   up to `c` let a batch of `c` skip the warm-up: found in review).
+//!   up to `c` would let a batch of `c` skip the warm-up; the unit test `batch_acquire` holds both).
 //! * A cold factor that is not a finite number above 1 is replaced by the default 3 (Sentinel's config
 //!   does this for `csp.sentinel.flow.cold.factor`; its constructor throws instead). A negative or NaN
 //!   count is treated as 0 (nothing passes). Token counts are saturating `u64`s, not Java's `int`.
@@ -110,8 +110,9 @@ fn next_up(x: f64) -> f64 {
 
 /// `x` rounded up to a whole number, where `x` within a few ulps of a whole number is that number: the
 /// allowed QPS of a whole cold rate comes out a few ulps above it (`9.000000000000004` for 27 QPS at a
-/// cold factor of 3, and `next_up` adds one more), and plain `ceil` made it 10 (found in review). (A
-/// relative 1e-9 rounded genuine fractions of large rates down: 99998.00004 became 99998.)
+/// cold factor of 3, and `next_up` adds one more), which plain `ceil` would make 10. The tolerance is
+/// a few ulps, not a relative 1e-9, which would round genuine fractions of large rates down
+/// (99998.00004 to 99998). The unit test `batch_acquire` holds both.
 #[inline]
 fn whole_ceil(x: f64) -> f64 {
     let nearest = x.round();
@@ -169,7 +170,7 @@ impl WarmUpController {
     }
 
     /// Takes over `from`'s stored tokens and last refill (a rule reloaded with only its presentation
-    /// changed keeps its warmth: FL-08).
+    /// changed keeps its warmth: `a_rule_reloaded_with_only_its_id_changed_keeps_its_warmth`).
     pub(crate) fn copy_state(&self, from: &WarmUpController) {
         self.stored_tokens.store(
             from.stored_tokens.load(Ordering::Acquire),
@@ -419,7 +420,7 @@ pub(crate) mod tests {
 
     #[test]
     fn saturating_load_warms_up_like_sentinel() {
-        // FL-07: count 20, 10 s, cold factor 3, saturating load from cold.
+        // Count 20, 10 s, cold factor 3, saturating load from cold: Sentinel's own sequence.
         let c = WarmUpController::new(20.0, 10, 3.0);
         let mut stats = StatModel::default();
         saturate(&c, &mut stats, T0, 16, 10);
@@ -522,8 +523,7 @@ pub(crate) mod tests {
         assert!(c.can_pass(T0, 0.0, 0.0, 7));
         assert!(!c.can_pass(T0, 0.0, 0.0, 8));
         assert!(!c.can_pass(T0, 0.0, 0.0, 20));
-        // A whole cold rate (30 / 3 = 10, one ulp above it after `next_up`) stays 10 (found in
-        // review: 11 passed).
+        // A whole cold rate (30 / 3 = 10, one ulp above it after `next_up`) stays 10, not 11.
         let whole = WarmUpController::new(30.0, 10, 3.0);
         assert!(whole.can_pass(T0, 0.0, 0.0, 10));
         assert!(!whole.can_pass(T0, 0.0, 0.0, 11));
@@ -531,8 +531,8 @@ pub(crate) mod tests {
         let whole = WarmUpController::new(27.0, 10, 3.0);
         assert!(whole.can_pass(T0, 0.0, 0.0, 9));
         assert!(!whole.can_pass(T0, 0.0, 0.0, 10));
-        // A genuine fraction of a large rate is not rounded down (a relative 1e-9 made 99998.00004
-        // 99998, refusing 99999 permits).
+        // A genuine fraction of a large rate is not rounded down (99998.00004 admits 99999 permits,
+        // which a relative tolerance of 1e-9 would refuse).
         assert_eq!(whole_ceil(99_998.000_04), 99_999.0);
         assert_eq!(whole_ceil(next_up(9.000_000_000_000_004)), 9.0);
         // Every whole cold rate of counts up to 600, periods 1 to 20 s, cold factors 2 to 5.

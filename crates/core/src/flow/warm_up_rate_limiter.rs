@@ -129,7 +129,7 @@ mod tests {
 
     #[test]
     fn cold_spacing_is_three_times_the_stable_one() {
-        // FL-09: 300 ms apart when cold; 4 of 6 simultaneous requests fit in a 1 s queue.
+        // As in Sentinel: 300 ms apart when cold; 4 of 6 simultaneous requests fit in a 1 s queue.
         let c = WarmUpRateLimiterController::new(10.0, 10, Duration::from_secs(1), 3.0);
         assert_eq!(c.interval(), Duration::from_millis(300));
         let got: Vec<Decision> = (0..6).map(|_| c.try_acquire(T0_NS, 0.0, 1)).collect();
@@ -171,7 +171,7 @@ mod tests {
                 Decision::Block => now += 1,
             }
         }
-        // FL-09: the spacing reaches 100 ms at 11 s (tokens 100, 96, 93, 89, ... 54, then 45 < 50).
+        // As in Sentinel: the spacing reaches 100 ms at 11 s (tokens 100, 96, 93, 89, ... 54, then 45 < 50).
         assert_eq!(
             interval_ms,
             [

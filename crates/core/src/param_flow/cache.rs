@@ -22,12 +22,13 @@
 //! of a *settled* one: a value whose state is what a brand-new value would start with (its bucket would
 //! be full again, its pacing slot has passed, no call of it is in flight). Evicting a settled value is
 //! lossless, so an evicted value that comes back is judged exactly as if it had been kept (Sentinel's LRU
-//! instead resets a hot value's bucket: PF-02). When no settled value is found among the next few from
+//! instead resets a hot value's bucket: `a_flood_of_distinct_values_cannot_reset_a_hot_value`). When no settled value is found among the next few from
 //! the shard's hand, the new value is judged against the shard's shared *overflow* cell, a single state
 //! with the rule's threshold that all such values draw from: a flood of distinct values can exhaust it,
 //! but can never buy any value a fresh bucket. Nor can room found later: a value added while the
 //! overflow cell is not settled may have drawn from it, so it starts from the overflow cell's state, not
-//! a fresh one (it started fresh, and got its threshold twice in a window: found in review). Exception
+//! a fresh one, which would give it its threshold twice in a window
+//! (`a_value_that_drew_from_the_overflow_cell_gets_no_fresh_bucket_later`). Exception
 //! items are pinned (never evicted) and always find room (up to 2²⁷ values in one shard). Evictions and
 //! overflows are counted for the status API.
 
@@ -486,9 +487,9 @@ impl ValueCache {
             meta |= PINNED;
         }
         // Exception items have thresholds of their own (kept even when one equals the rule's, which
-        // may change under it: see `set_threshold`); any other value follows the cache's. (Compared
-        // with it, a value a call under the replaced rule added kept that rule's count for good: found
-        // in review.)
+        // may change under it: see `set_threshold`); any other value follows the cache's, so a value
+        // that a call still under a replaced rule adds does not keep that rule's count for good
+        // (`a_value_added_under_the_replaced_rule_follows_the_new_count`).
         if pinned {
             meta |= OWN_THRESHOLD;
         }

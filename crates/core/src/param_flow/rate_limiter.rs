@@ -14,14 +14,15 @@
 //!   default 0 nothing queues), and `stamp = stamp + cost`;
 //! * else, if that wait is below the clock's resolution (a millisecond clock reads the same for every
 //!   call within its tick, so such a slot cannot be told from one that is due), it passes at once and
-//!   `stamp = stamp + cost` (without this, strict pacing on the default clock admitted one call a
-//!   millisecond: 1000 a second at most, Sentinel's cap again);
+//!   `stamp = stamp + cost` (without this, strict pacing on the default clock would admit one call a
+//!   millisecond: 1000 a second at most, Sentinel's cap again; the test
+//!   `rate_limiter_without_a_queue_paces_above_a_thousand_a_second_on_a_millisecond_clock` holds it);
 //! * otherwise it is blocked and nothing changes.
 //!
 //! (Sentinel's `passThrottleLocalCheck`, which rounds the cost to whole milliseconds: a count of 5000
-//! a second cost 0 ms and paced nothing, 1500 cost 1 ms and admitted 1000 (FL-03). Here the cost is
-//! exact to the nanosecond.) A threshold of 0 blocks everything, and so does a request for more than
-//! `count + burstCount` permits (PF-05: a stale stamp must not let a huge batch through). The entry
+//! a second cost 0 ms and paced nothing, 1500 cost 1 ms and admitted 1000. Here the cost is exact to
+//! the nanosecond.) A threshold of 0 blocks everything, and so does a request for more than
+//! `count + burstCount` permits (a stale stamp must not let a huge batch through). The entry
 //! waits out the returned delay; nothing sleeps here.
 //!
 //! A value is *settled* once even the largest admissible request would pass at once: then it behaves

@@ -11,7 +11,7 @@
 //! ```
 //!
 //! (Sentinel's `passDefaultLocalCheck`, to the millisecond: requests at `+W` are still in the old window,
-//! at `+W + 1` they refill; PF-04.) A threshold of 0 blocks every request, and a request for more than
+//! at `+W + 1` they refill: `a_window_refills_only_after_the_whole_duration_plus_one_ms`.) A threshold of 0 blocks every request, and a request for more than
 //! `max` tokens is blocked outright. The refill is computed in 128-bit arithmetic, so day-long gaps at
 //! high thresholds cannot overflow. A blocked request changes nothing.
 //!

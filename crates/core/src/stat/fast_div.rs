@@ -1,8 +1,11 @@
 //! Division by a constant known only at run time, without a `div` instruction.
 //!
 //! Window arithmetic divides every timestamp by the bucket length (500 ms by default) and every window
-//! index by the sample count. A hardware 64-bit division costs tens of cycles, several times per entry;
-//! multiplying by a precomputed reciprocal and correcting once costs a few.
+//! index by the sample count; this does it by multiplying by a precomputed reciprocal and correcting
+//! once.
+
+// A hardware 64-bit division costs tens of cycles, several times per entry; the multiplication and
+// the correction cost a few.
 
 /// `x / d` and `x % d` for a fixed `d ≥ 1`.
 #[derive(Debug, Clone, Copy)]

@@ -10,16 +10,18 @@
 //! ```
 //!
 //! clamped to `0..=1`. A quota is what limits a container, so usage is measured against it (a 1.25-core
-//! quota that is fully used reads 1.0, not the 0.62 that "process time ÷ 2 processors" would give:
-//! SY-01). Without a quota the host's CPUs are the limit, and the host's busy share includes this
+//! quota that is fully used reads 1.0, not the 0.62 that "process time ÷ 2 processors" would give).
+//! Without a quota the host's CPUs are the limit, and the host's busy share includes this
 //! process's (Sentinel takes the larger of process and system usage for the same reason).
 //!
 //! The first sample has nothing to compare with and gives no CPU reading (Sentinel divides cumulative
-//! time since start instead: SY-02). A reading is "unavailable" (`None`), never `-1`, when its file is
+//! time since start instead). A reading is "unavailable" (`None`), never `-1`, when its file is
 //! missing or unreadable, before the second sample, and when the last sample is more than five seconds
 //! old. The sampler starts on the first [`SystemProbe::start`] (the engine calls it when a load or CPU
 //! threshold is put in force, or the system status is read) and stops when the probe is dropped with its
-//! engine. Reading the probe costs two atomic loads.
+//! engine.
+
+// Reading the probe costs two atomic loads.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -1,7 +1,7 @@
 //! Wrong tokens, counted per client: a client that sends [`MAX_FAILURES`] wrong tokens within
 //! [`WINDOW`] is refused (429) until that window ends, whatever token it sends meanwhile, so that one
-//! client cannot guess a token at the speed of the wire (CC-01; a client with many addresses gets ten
-//! guesses a minute from each). Requests without a token are not counted (they guess nothing, and a
+//! client cannot guess a token at the speed of the wire (a client with many addresses gets ten
+//! guesses a minute from each; `a_client_that_keeps_failing_the_token_is_refused_for_a_while`). Requests without a token are not counted (they guess nothing, and a
 //! health check on the dashboard's address must not get the dashboard refused).
 //!
 //! A client is its IPv4 address, or the /56 network of its IPv6 address (what an ISP hands one

@@ -2,7 +2,8 @@
 //!
 //! A request names its command in the path; parameters come from the query string and, for POST, from an
 //! `application/x-www-form-urlencoded` body (merged, body last). Every key and value is URL-decoded exactly
-//! once — unlike Sentinel, which decodes rule `data` a second time and turns `a+b` into `a b` (RM-02) —
+//! once — unlike Sentinel, which decodes rule `data` a second time and turns `a+b` into `a b`
+//! (`odd_resource_names_round_trip_decoded_exactly_once`) —
 //! and values are kept as sent (a resource may be named `" a "`; keywords and numbers are trimmed).
 //! Answers are plain text: 200 with the command's body, 400 with the error message (`Unknown command
 //! \`name\`` for unknown ones, or more than 64 parameters), 401 without the configured token, 429 (with
@@ -25,14 +26,15 @@
 //! [`tokenless_from`](crate::AgentBuilder::tokenless_from).
 //!
 //! Requests a browser makes for a web page are refused with 403, token or not: binding to loopback does
-//! not stop a page the developer opens from calling `127.0.0.1:8719` (CC-01), nor a page whose name
+//! not stop a page the developer opens from calling `127.0.0.1:8719`, nor a page whose name
 //! was rebound to this machine's address from reading the answers. So a request is refused when it has
 //! an `Origin` header or a `Sec-Fetch-Site` of `cross-site` or `same-site` (in any case), and, when
 //! no token is needed (none configured, or a peer in
 //! [`tokenless_from`](crate::AgentConfig::tokenless_from)), when
 //! its `Host` is not an IP address, `localhost`, this machine's name or one of the configured
 //! [`allowed_hosts`](crate::AgentConfig::allowed_hosts) (with a token a page cannot get in anyway, and
-//! any name may address the agent). Sentinel's dashboard, `curl` and Prometheus send neither header.
+//! any name may address the agent). Sentinel's dashboard, `curl` and Prometheus send neither header
+//! (`requests_from_web_pages_are_refused`).
 //! A browser too old to send `Sec-Fetch-Site` still lets a page trigger a GET without a token: set one.
 //!
 //! An audit trail, on the `tracing` target `floodgate::audit` (client-made text quoted, so one event is
