@@ -297,8 +297,8 @@ fn a_panicking_exit_hook_leaves_the_thread_clean() {
     assert!(failed.is_err());
     let later = fg.entry("after").enter().unwrap();
     assert_eq!(later.context_name(), floodgate_core::DEFAULT_CONTEXT_NAME);
-    // The statistic slot's exit ran all the same (it came after the panicking one): the call is not
-    // in flight for good (found in review).
+    // The statistic slot's exit ran all the same (it comes after the panicking one), so the call is
+    // not left counted in flight for good.
     let boom = fg.cluster_node("boom").unwrap();
     assert_eq!((boom.cur_thread_num(), boom.success_qps()), (0, 1.0));
 }
@@ -324,7 +324,7 @@ impl Slot for PanicsOnPass {
 
 /// A pass hook that panics after the statistic slot counted the call in flight (pass hooks run in
 /// reverse order: a slot before the statistic slot passes after it): the call exits through the slots
-/// that passed it before the panic goes on; it stayed in flight for good (found in review). One that
+/// that passed it before the panic goes on, so it is not left counted in flight for good. One that
 /// panics before the statistic slot passed leaves nothing to undo.
 #[test]
 fn a_panicking_pass_hook_leaves_nothing_in_flight() {
@@ -389,8 +389,8 @@ impl Slot for FlowInFlight {
 }
 
 /// A slot skipped at entry (no rule of its kind in force) is skipped at exit, even for an entry that
-/// carries attachments (it ran then, and a count taken at entry and given back at exit went below
-/// zero: found in review).
+/// carries attachments: a slot that counts at entry and gives back at exit would otherwise give back
+/// what it never took, and its count would go below zero.
 #[test]
 fn a_slot_skipped_at_entry_is_skipped_at_exit_whatever_the_entry_carries() {
     let in_flight = Arc::new(FlowInFlight::default());
@@ -488,7 +488,7 @@ impl Slot for PanicsOnceOnBlock {
 }
 
 /// A block hook that panics after the hot-parameter slot's released a blocked call's counts: they are
-/// not released a second time (another call's count went, and the limit was passed: found in review).
+/// not released a second time (that would take away another call's count and let the limit be passed).
 #[test]
 fn a_panicking_block_hook_releases_hot_parameter_counts_once() {
     use floodgate_core::{FlowGrade, ParamFlowRule};

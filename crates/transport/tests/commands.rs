@@ -175,7 +175,7 @@ fn odd_resource_names_round_trip_decoded_exactly_once() {
         serde_json::from_str::<Value>(&node).unwrap()["resource"],
         "a+b"
     );
-    // Values are not trimmed: " padded " is not "padded" (RM-02).
+    // Values are not trimmed: " padded " is not "padded".
     let (_, node) = get(
         addr,
         &format!("clusterNodeById?{}", form(&[("id", " padded ")])),
@@ -744,7 +744,8 @@ fn https_dashboards_are_refused() {
 
 /// A web page cannot drive the agent through the developer's browser: requests with an `Origin`, from
 /// another site (`Sec-Fetch-Site`), or addressed by a name that could have been rebound to this machine
-/// are refused, and change nothing (CC-01: loopback binding alone does not stop the browser).
+/// are refused, and change nothing (binding to loopback alone does not stop a browser on the same
+/// machine).
 #[test]
 fn requests_from_web_pages_are_refused() {
     let (_clock, fg) = engine();

@@ -139,7 +139,7 @@ fn a_failed_write_is_a_partial_success() {
 }
 
 /// A push loaded but not written stays in force until the file itself changes: an event in the
-/// watched directory (here another type's push) reloaded the file's old text over it (found in review).
+/// watched directory (here another type's push) does not reload the file's old text over it.
 #[test]
 fn a_push_that_could_not_be_written_stays_in_force() {
     let dir = temp_dir("unsaved-push");
@@ -189,7 +189,7 @@ fn a_push_that_could_not_be_written_stays_in_force() {
 }
 
 /// A start that fails (here: the metric log directory is a file) loads no rule file: it changes
-/// nothing (it loaded them, then failed: found in review).
+/// nothing, rather than loading the rules and then failing.
 #[test]
 fn a_start_that_fails_loads_no_rules() {
     let dir = temp_dir("failed-start");

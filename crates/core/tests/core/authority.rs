@@ -26,7 +26,7 @@ fn passes(fg: &Floodgate, resource: &str, origin: &str) -> bool {
 
 #[test]
 fn sentinel_scenario_11_origin_app_a() {
-    // reference §8.2 scenario 11: origin appA against four single-rule configurations.
+    // Sentinel's answers for origin appA against four single-rule configurations.
     let cases = [
         (
             r#"[{"resource":"R","limitApp":"appA,appB","strategy":0}]"#,
@@ -116,7 +116,8 @@ fn tokens_are_compared_exactly_spaces_included() {
 fn a_resource_takes_one_rule() {
     let (_clock, fg) = engine();
     load(&fg, r#"[{"resource":"R","limitApp":"bot","strategy":1}]"#);
-    // Sentinel kept the first rule and ignored the second: `evil` passed with `success` (RM-01).
+    // Sentinel kept the first rule and silently ignored the second, answering `success` while `evil`
+    // passed; here a second rule for the same resource refuses the whole list with an error.
     let two = r#"[{"resource":"R","limitApp":"appA"},{"resource":"S","limitApp":"appB","strategy":1},{"resource":"R","limitApp":"evil","strategy":1}]"#;
     let err = fg
         .load_rules_json(RuleType::Authority, two)

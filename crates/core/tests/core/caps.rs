@@ -100,7 +100,8 @@ fn regex_rules_apply_to_every_name_past_the_cap() {
         )
         .unwrap();
     assert!(capped.entry("R1").enter().is_err(), "a cap of 0 too");
-    // 200 paths made the 10 resources of the cap, then one per regex rule (MEM-03).
+    // 200 distinct paths make only the 10 resources of the cap, then one per regex rule: names built
+    // from URLs cannot grow the registry without bound.
     assert_eq!(fg.stats().resources, 12);
     assert_eq!(capped.stats().resources, 1);
 }
@@ -253,8 +254,8 @@ fn the_default_caps_are_sentinels() {
     assert_eq!(floodgate_core::DEFAULT_MAX_CONTEXTS, 2000);
 }
 
-/// 2000 named contexts, as in Sentinel: the default context does not count (the 2000th fell back to
-/// it: found in review).
+/// 2000 named contexts, as in Sentinel: the default context does not count against the cap, so the
+/// 2000th named context is still a context of its own, not the default one.
 #[test]
 fn the_default_context_does_not_count_against_the_context_cap() {
     let fg = Floodgate::builder().clock(ManualClock::new(T0)).build();
@@ -366,7 +367,7 @@ fn origins_past_the_cap_share_one_node_and_named_origins_keep_theirs() {
 }
 
 /// Origins longer than `MAX_ORIGIN_LEN` (a header a client filled) share the over-cap node instead of
-/// each being kept for good (100 KB each, a few times over, up to the origin caps: found in review), in
+/// each being kept for good (a client could otherwise pin 100 KB per origin, up to the origin caps), in
 /// contexts and owned entries too; rules may not name one.
 #[test]
 fn origins_longer_than_the_limit_share_one_node_and_rules_cannot_name_them() {

@@ -329,8 +329,8 @@ fn in_default_context_ignores_the_threads_current_entry_and_context() {
 }
 
 /// A thread's entry that exited elsewhere stays recorded for it while many threads that ended come and
-/// go with remote exits of their own (the oldest thread's records were dropped first: the live main
-/// thread's, found in review).
+/// go with remote exits of their own: the records of ended threads make room, never those of a live
+/// thread, even when the live thread's are the oldest.
 #[test]
 fn a_live_threads_remote_exit_outlives_those_of_threads_that_ended() {
     let fg: &'static Floodgate = Box::leak(Box::new(engine()));

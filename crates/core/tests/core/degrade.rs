@@ -1,6 +1,7 @@
-//! Circuit breaking end to end on a ManualClock: the three breaker kinds with Sentinel's numbers
-//! (reference §8.2 scenarios 5–9), probe reservation (CB-01), duplicate rules (CB-02), leaked probes
-//! (CB-03), error ratio 1.0 (CB-04), default and regex rules, reloads, observers and validation.
+//! Circuit breaking end to end on a ManualClock: the three breaker kinds with the numbers of Sentinel's
+//! own breaker tests, probe reservation (a probe blocked later in the chain is released), duplicate
+//! rules (each breaker checked once per request), probes that never exit (timed out), error ratio 1.0,
+//! default and regex rules, reloads, observers and validation.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
@@ -90,7 +91,7 @@ fn states(fg: &Floodgate, resource: &str) -> Vec<BreakerState> {
         .collect()
 }
 
-/// Reference §8.2 scenario 5 (`ResponseTimeCircuitBreakerTest`), then the probe's success; a second
+/// Sentinel's `ResponseTimeCircuitBreakerTest`, then the probe's success; a second
 /// request while the probe is in flight is blocked.
 #[test]
 fn slow_ratio_breaker_lifecycle() {
@@ -141,7 +142,7 @@ fn slow_ratio_breaker_lifecycle() {
     assert_eq!(states(&fg, "R"), [Closed]);
 }
 
-/// Reference §8.2 scenario 6 (`CircuitBreakingIntegrationTest.testSlowRequestMode`) for a rule on the
+/// Sentinel's `CircuitBreakingIntegrationTest.testSlowRequestMode` for a rule on the
 /// resource, and the same sequence for a default rule (`testSlowRequestModeUseDefaultRule`).
 fn slow_ratio_integration(rule_resource: &str) {
     let (clock, fg) = engine();
@@ -196,7 +197,7 @@ fn slow_ratio_integration_with_a_default_rule() {
     slow_ratio_integration("*");
 }
 
-/// Reference §8.2 scenario 7 (`ExceptionCircuitBreakerTest.testRecordErrorOrSuccess`).
+/// Sentinel's `ExceptionCircuitBreakerTest.testRecordErrorOrSuccess`.
 #[test]
 fn error_ratio_breaker_lifecycle() {
     let (clock, fg) = engine();
@@ -247,7 +248,7 @@ fn error_ratio_breaker_lifecycle() {
     assert!(events.take().is_empty());
 }
 
-/// Reference §8.2 scenario 8 (`CircuitBreakingIntegrationTest.testExceptionRatioMode`).
+/// Sentinel's `CircuitBreakingIntegrationTest.testExceptionRatioMode`.
 #[test]
 fn error_ratio_integration_with_sentinels_numbers() {
     let (clock, fg) = engine();
@@ -289,9 +290,9 @@ fn error_ratio_integration_with_sentinels_numbers() {
     assert!(call_err(&clock, &fg, res, true, 7), "closed now");
 }
 
-/// Reference §8.2 scenario 9 (`testMultipleHalfOpenedBreakers`), with Floodgate's probe reservation:
-/// while the second breaker is open, the first one's probe is reserved and released without a state
-/// change (Sentinel flips it OPEN → HALF_OPEN → OPEN on every attempt, CB-01).
+/// Sentinel's `testMultipleHalfOpenedBreakers`, with Floodgate's probe reservation: while the second
+/// breaker is open, the first one's probe is reserved and released without a state change (Sentinel
+/// flips it OPEN → HALF_OPEN → OPEN on every attempt and reports each flip).
 #[test]
 fn multiple_breakers_on_one_resource() {
     let (clock, fg) = engine();
@@ -359,7 +360,8 @@ fn error_count_breaker_lifecycle() {
         assert!(call_err(&clock, &fg, "R", true, 1));
     }
     assert_eq!(states(&fg, "R"), [Closed], "4 errors > 3, but only 4 calls");
-    // A successful call completes the fifth request of the window: 4 errors > 3 trips (CB-05).
+    // A successful call completes the fifth request of the window: 4 errors > 3 trips, so a success
+    // can open an error-count breaker, as in Sentinel.
     assert!(call_err(&clock, &fg, "R", false, 1));
     assert_eq!(events.take(), [(Closed, Open, Some(4.0))]);
     clock.set(T0 + 5 + 1999);
@@ -453,8 +455,8 @@ fn statistics_windows_are_aligned_buckets() {
     assert_eq!(states(&fg, "R"), [Open], "3 errors in [T0+1000, T0+2000)");
 }
 
-/// CB-04: an error-ratio threshold of 1.0 opens when every call in the window failed (Sentinel's
-/// strict `>` never opens it).
+/// An error-ratio threshold of 1.0 opens when every call in the window failed (Sentinel's strict `>`
+/// never opens it).
 #[test]
 fn error_ratio_one_opens_when_every_call_failed() {
     let (clock, fg) = engine();
@@ -491,8 +493,8 @@ impl Slot for Gate {
     }
 }
 
-/// CB-01: a probe blocked by a later slot is released: the breaker stays OPEN, nothing is reported,
-/// the retry time does not move, and the next admitted call probes.
+/// A probe blocked by a later slot is released, so the breaker cannot be stuck HALF_OPEN: it stays
+/// OPEN, nothing is reported, the retry time does not move, and the next admitted call probes.
 #[test]
 fn a_probe_blocked_by_a_later_slot_is_released() {
     let clock = ManualClock::new(T0);
@@ -529,8 +531,8 @@ fn a_probe_blocked_by_a_later_slot_is_released() {
     );
 }
 
-/// CB-02: two identical rules drive two breakers (also after reloads), each checked once per request,
-/// and they still recover.
+/// Two identical rules drive two breakers (also after reloads), each checked once per request, and
+/// they still recover (one breaker checked twice would block its own probe and stay open for good).
 #[test]
 fn duplicate_rules_still_recover() {
     let (clock, fg) = engine();
@@ -568,7 +570,7 @@ fn duplicate_rules_still_recover() {
     assert!(call(&clock, &fg, "R", 0));
 }
 
-/// CB-03: a probe whose entry never exits does not hold the breaker HALF_OPEN: `timeWindow` after it
+/// A probe whose entry never exits does not hold the breaker HALF_OPEN: `timeWindow` after it
 /// started, the next call counts it as failed. Its late exit, successful, closes the breaker (no newer
 /// probe has started).
 #[test]
@@ -677,8 +679,8 @@ fn a_late_success_does_not_undo_a_newer_probes_failure() {
 }
 
 /// A timed-out probe that fails late, while a newer probe is in flight, leaves that probe's word alone:
-/// the newer probe's success closes the breaker (its success was lost, and the breaker stayed
-/// HALF_OPEN until its deadline: found in review).
+/// the newer probe's success closes the breaker instead of being lost, which would leave the breaker
+/// HALF_OPEN until that probe's deadline.
 #[test]
 fn a_late_failure_does_not_hide_a_newer_probes_success() {
     let (clock, fg) = engine();
@@ -702,7 +704,7 @@ fn a_late_failure_does_not_hide_a_newer_probes_success() {
 }
 
 /// A failure measured late, while a newer probe is in flight, still keeps an older probe's late success
-/// from closing the breaker (it closed it: found in review).
+/// from closing the breaker: only the newest probe's outcome decides.
 #[test]
 fn a_late_failure_keeps_an_older_late_success_from_closing() {
     let (clock, fg) = engine();
@@ -1317,7 +1319,7 @@ fn reloading_the_engines_own_dump_keeps_an_open_breaker_open() {
 #[test]
 fn a_rule_reloaded_with_only_its_presentation_changed_keeps_its_breakers() {
     // An open breaker must not close because a dashboard renumbered its rules, or changed `limitApp`,
-    // which breakers ignore (CB-06); a real change starts closed.
+    // which breakers ignore; a real change starts closed.
     for renamed in [
         DegradeRule::error_count("A", 0.0)
             .time_window(60)

@@ -235,9 +235,9 @@ fn an_entry_may_exit_on_another_thread() {
     assert_eq!(fg.cluster_node("R").unwrap().success_qps(), 1.0);
 }
 
-/// An entry dropped on another thread stops being its own thread's current entry: later entries there
-/// nested under it for good, in its context and with its origin (an authority black list on that origin
-/// then refused unrelated calls: found in review). Also when entries were started over it meanwhile.
+/// An entry dropped on another thread stops being its own thread's current entry, so later entries
+/// there do not nest under it, in its context and with its origin (an authority black list on that
+/// origin would then refuse unrelated calls). Also when entries were started over it meanwhile.
 #[test]
 fn an_entry_that_exits_on_another_thread_is_no_longer_current_on_its_own() {
     let fg = Floodgate::builder()

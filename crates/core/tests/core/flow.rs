@@ -44,7 +44,7 @@ fn qps_reject_admits_count_per_window() {
     assert_eq!(burst(&fg, "R", 8), 5);
 }
 
-/// ST-01: QPS is measured over the node's second window, `sampleCount` buckets sliding by whole buckets.
+/// QPS is measured over the node's second window, `sampleCount` buckets sliding by whole buckets.
 /// With Sentinel's default 2 × 500 ms, the passes of a bucket stop counting when it leaves the window:
 /// 5 passes at 400 ms and 5 more at 1000 ms (10 within 600 ms) under a count of 5. More buckets narrow
 /// that: with 10 × 100 ms the passes at 400 ms count until 1400 ms.
@@ -503,7 +503,7 @@ fn warm_up_ramps_with_sentinels_sequence() {
     assert_eq!(
         passes,
         [6, 6, 7, 7, 8, 8, 9, 10, 11, 12, 15, 19, 20, 20, 20, 20],
-        "6 in the first second, 20 from the 13th (FL-07)"
+        "6 in the first second, 20 from the 13th"
     );
     // Idle a minute: cold again.
     clock.advance(Duration::from_secs(60));
@@ -548,7 +548,7 @@ fn rate_limiter_pacing_survives_a_reload() {
     load(&fg, &format!(r#"[{rule},{{"resource":"x","count":1}}]"#));
     assert!(
         fg.entry("R").enter().is_err(),
-        "no extra pass after a reload (FL-08)"
+        "no extra pass after a reload"
     );
 }
 
@@ -933,8 +933,8 @@ fn a_warm_up_rule_colder_than_one_request_still_warms_up() {
 }
 
 /// A concurrency rule with a pacing or warm-up `controlBehavior` (Sentinel's dashboard keeps one picked
-/// before the grade was switched) loads and rejects, as in Sentinel; it refused the whole list (found
-/// in review). Its behaviour's own fields are not checked.
+/// before the grade was switched) loads and rejects, as in Sentinel, rather than refusing the whole
+/// list. Its behaviour's own fields are not checked.
 #[test]
 fn a_concurrency_rule_ignores_its_control_behavior() {
     let (_clock, fg) = engine();
@@ -969,8 +969,8 @@ fn a_fractional_warm_up_rule_paces_at_its_rate() {
 
 #[test]
 fn strict_pacing_above_a_thousand_a_second_on_a_millisecond_clock() {
-    // Every request within a tick reads the same time: without a queue, one a tick passed (FL-03's
-    // cap of 1000 a second, on the default clock).
+    // Every request within a tick reads the same time: without a queue, only one a tick would pass
+    // (a cap of 1000 a second on the default millisecond clock).
     for behavior in [2, 3] {
         let clock = ManualClock::new(T0);
         let fg = Floodgate::builder().clock(TickClock(clock.clone())).build();
@@ -998,7 +998,7 @@ fn strict_pacing_above_a_thousand_a_second_on_a_millisecond_clock() {
 
 #[test]
 fn every_invalid_rule_of_a_list_is_named() {
-    // Sentinel dropped invalid rules one by one and answered success (RM-01); a list is refused whole
+    // Sentinel dropped invalid rules one by one and answered success; a list is refused whole
     // here, and its error names each invalid rule, not only the first.
     let (_clock, fg) = engine();
     load(&fg, r#"[{"resource":"kept","count":1}]"#);
@@ -1056,7 +1056,7 @@ fn every_item_that_is_not_an_object_is_named_too() {
 fn a_rule_reloaded_with_only_its_id_changed_keeps_its_warmth() {
     // Sentinel's warm-up numbers: 20 QPS, 10 s, cold factor 3. A dashboard that numbers its rules
     // afresh after a restart pushes the same rules with other ids: that must not send warm-up back to
-    // cold (FL-08).
+    // cold.
     let (clock, fg) = engine();
     let rule = FlowRule::new("W", 20.0)
         .control_behavior(ControlBehavior::WarmUp)

@@ -250,8 +250,8 @@ fn items_have_their_own_thresholds_and_are_typed() {
 }
 
 /// An item's `object` may be a JSON number or boolean (Sentinel's field is a string, which its JSON
-/// readers fill from either; the whole list was refused), and a `float` item is rounded to `f32` once,
-/// from its text (through `f64` it missed the argument it names). Both found in review.
+/// readers fill from either), and a `float` item is rounded to `f32` once, from its text (rounded
+/// through `f64` first, it could miss the argument it names).
 #[test]
 fn items_take_numbers_for_objects_and_round_floats_once() {
     let (_clock, fg) = engine();
@@ -283,9 +283,9 @@ fn items_take_numbers_for_objects_and_round_floats_once() {
     );
 }
 
-/// PF-02: a value judged on the shared overflow cell (the cache full of values in use) that later finds
-/// room starts from the overflow cell's state while that is not settled: it started fresh, and passed
-/// its count twice in its window (found in review).
+/// A value judged on the shared overflow cell (the cache full of values in use) that later finds room
+/// starts from the overflow cell's state while that is not settled, so that eviction is never a reset:
+/// a fresh bucket would let it pass its count twice in one window.
 #[test]
 fn a_value_that_drew_from_the_overflow_cell_gets_no_fresh_bucket_later() {
     let (clock, fg) = capped_engine(1);
@@ -307,9 +307,9 @@ fn a_value_that_drew_from_the_overflow_cell_gets_no_fresh_bucket_later() {
     assert_eq!(burst(&fg, &one("x"), 10), 5, "a new window");
 }
 
-/// PF-03: a list whose new value has no room (the overflow cell spent) is refused by the check, before
-/// anything is charged: checked as a fresh value, it passed the check, the charge failed, and the
-/// refund of the values before it moved their windows (found in review).
+/// A list whose new value has no room (the overflow cell spent) is refused by the check, before
+/// anything is charged, so nothing needs a refund: refunding the values before it would move their
+/// windows.
 #[test]
 fn a_list_refused_for_lack_of_room_changes_nothing() {
     let (clock, fg) = capped_engine(1);
@@ -338,8 +338,8 @@ fn a_list_refused_for_lack_of_room_changes_nothing() {
 }
 
 /// `controlBehavior` 1 and 3 are the token bucket for QPS rules, and THREAD rules ignore theirs, as in
-/// Sentinel's parameter checker: such rules were refused, and with them the whole push (found in
-/// review). The behaviour is kept as pushed.
+/// Sentinel's parameter checker: such rules load (refusing them would refuse the whole push). The
+/// behaviour is kept as pushed.
 #[test]
 fn behaviours_sentinel_treats_as_the_default_load_and_count() {
     let (_clock, fg) = engine();
@@ -389,7 +389,7 @@ fn every_element_of_a_list_is_a_value() {
 
 #[test]
 fn a_blocked_list_consumes_nothing() {
-    // PF-03: Sentinel charged the elements before the failing one.
+    // Sentinel charged the elements before the failing one; here a blocked list charges nothing.
     let (_clock, fg) = engine();
     load(&fg, r#"[{"resource":"R","paramIdx":0,"count":2}]"#);
     assert_eq!(burst(&fg, &one("hot"), 2), 2);
@@ -466,7 +466,8 @@ fn all_rules_of_a_resource_admit_together() {
 
 #[test]
 fn a_negative_index_is_resolved_per_call() {
-    // PF-01: Sentinel rewrote `-1` to the index of the first call's last argument, for ever.
+    // Sentinel rewrote `-1` to the index of the first call's last argument, for ever; here it is
+    // resolved again against each call's own arguments.
     let (_clock, fg) = engine();
     load(&fg, r#"[{"resource":"R","paramIdx":-1,"count":1}]"#);
     let pass = |args: &[ParamValue<'_>]| fg.entry("R").args_slice(args).enter().is_ok();
@@ -590,7 +591,7 @@ fn rate_limiter_queues_with_sentinels_numbers() {
 #[test]
 fn rate_limiter_paces_above_a_thousand_a_second() {
     // Sentinel rounded the cost to whole ms: 5000 a second cost 0 ms and paced nothing, 1500 and 2000
-    // cost 1 ms and admitted 1000 in a second's queue (FL-03).
+    // cost 1 ms and admitted 1000 in a second's queue; here the pacing interval is kept exact.
     for count in [7usize, 1500, 2000, 5000] {
         let (_clock, fg) = engine();
         load(
@@ -723,8 +724,9 @@ fn thread_grade_with_lists_and_reloads() {
     assert!(fg.entry("R").args(["b"]).enter().is_ok());
 }
 
-/// FL-08 for hot parameters: a QPS rule reloaded with only its `id` changed (a dashboard numbering its
-/// rules afresh) keeps its values' buckets and pacing; any other change starts afresh.
+/// Hot parameters keep their state over a reload too: a QPS rule reloaded with only its `id` changed
+/// (a dashboard numbering its rules afresh) keeps its values' buckets and pacing; any other change
+/// starts afresh.
 #[test]
 fn a_rule_reloaded_with_only_its_id_changed_keeps_its_values_state() {
     let (clock, fg) = engine();
@@ -798,8 +800,8 @@ fn a_reload_in_the_same_millisecond_releases_only_what_was_counted() {
 }
 
 /// A THREAD rule renumbered (a dashboard's push) or given another count takes over the calls in flight:
-/// they count against it, and are released to it. A new state started empty, and admitted the limit
-/// again on top of them (found in review); Sentinel keeps the counts per resource, argument and value.
+/// they count against it, and are released to it. A new state starting empty would admit the limit
+/// again on top of them; Sentinel keeps the counts per resource, argument and value.
 #[test]
 fn a_thread_rule_renumbered_or_recounted_keeps_the_calls_in_flight() {
     let (_clock, fg) = engine();
@@ -896,7 +898,8 @@ fn a_reload_between_the_clock_read_and_the_check_leaks_no_count() {
 
 #[test]
 fn a_flood_of_distinct_values_cannot_reset_a_hot_value() {
-    // PF-02: Sentinel's LRU evicted the hot value's bucket, which came back full.
+    // Sentinel's LRU evicted the hot value's bucket, which came back full; here a flood of other
+    // values cannot give a hot value its tokens back.
     let clock = ManualClock::new(T0);
     let fg = Floodgate::builder()
         .clock(clock.clone())
@@ -995,7 +998,7 @@ fn an_unchanged_rule_keeps_its_buckets_across_a_reload() {
 #[test]
 fn cluster_rules_are_checked_locally_unless_told_not_to() {
     // No token server: Sentinel's default (`false`) passed every call of a cluster parameter rule
-    // (CC-03); here the default is the local check, and only an explicit `false` passes.
+    // (fail-open); here the default is the local check, and only an explicit `false` passes.
     let (_clock, fg) = engine();
     load(
         &fg,

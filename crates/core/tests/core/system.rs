@@ -1,5 +1,6 @@
 //! System rules end to end with an injected probe: each dimension with Sentinel's comparisons, inbound
-//! only, merging by minimum, the enabled flag (SY-03), status, JSON and every validation error.
+//! only, merging by minimum, the enabled flag (set by any rule, not by the last one), status, JSON and
+//! every validation error.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -93,7 +94,8 @@ fn a_zero_qps_rule_blocks_every_inbound_entry_that_asks_for_a_permit() {
 
 #[test]
 fn max_thread_has_the_flow_thread_grade_meaning() {
-    // SY-04: Sentinel's `inFlight > maxThread` admits maxThread + 1 calls; here maxThread = 2 admits 2.
+    // Sentinel's `inFlight > maxThread` admits maxThread + 1 calls; here maxThread = 2 admits 2, as the
+    // flow THREAD grade does.
     let (_clock, _probe, fg) = engine();
     load(&fg, r#"[{"maxThread":2}]"#);
     let a = inbound(&fg).unwrap();
@@ -281,7 +283,8 @@ fn rules_merge_by_minimum_and_no_rule_turns_protection_off() {
 
 #[test]
 fn an_invalid_rule_rejects_the_list_instead_of_disabling_the_valid_ones() {
-    // SY-03: Sentinel drops the CPU rule above 1 and the last rule's flag turns the load rule off.
+    // Sentinel drops the CPU rule above 1, and the last rule's enabled flag then turns the valid load
+    // rule off; here the invalid rule refuses the list and the load rule stays in force.
     let (_clock, probe, fg) = engine();
     load(&fg, r#"[{"highestSystemLoad":1.2}]"#);
     let err = fg
