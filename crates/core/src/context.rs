@@ -15,8 +15,9 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::engine::{Inner, Parent};
+use crate::engine::Inner;
 use crate::entry::{EntryBuilder, Target};
+use crate::registry::Parent;
 
 /// The entry that is current on this thread (copied, so the hot path touches no `RefCell`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -432,7 +433,7 @@ impl<'a> ContextBuilder<'a> {
         let origin = self
             .origin
             .filter(|o| !o.is_empty())
-            .map(|o| self.engine.context_origin(o));
+            .map(|o| self.engine.registry.context_origin(o));
         struct Exit;
         impl Drop for Exit {
             fn drop(&mut self) {
@@ -455,7 +456,7 @@ impl<'a> ContextBuilder<'a> {
             origin: self
                 .origin
                 .filter(|o| !o.is_empty())
-                .map(|o| self.engine.context_origin(o)),
+                .map(|o| self.engine.registry.context_origin(o)),
             parent: Parent::Entrance,
         });
         builder

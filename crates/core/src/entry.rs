@@ -9,9 +9,11 @@ use std::time::Duration;
 
 use crate::block::BlockError;
 use crate::context::{self, EntryFrame, Placement};
-use crate::engine::{ContextData, Floodgate, Inner, Parent, Resource};
+use crate::engine::Inner;
 use crate::entry_type::{EntryType, ResourceType};
+use crate::floodgate::Floodgate;
 use crate::param::ParamValue;
+use crate::registry::{ContextData, Parent, Resource};
 use crate::slot::{Attachment, ExitContext, SlotContext};
 use crate::stat::current_stripe;
 
@@ -205,12 +207,12 @@ impl<'a> EntryBuilder<'a> {
             Some(p) => p,
             None => context::current(engine.id, stripe),
         };
-        let Some(context) = engine.context(placement.context) else {
+        let Some(context) = engine.registry.context(placement.context) else {
             return Ok(finish(None));
         };
         let origin: &'a str = match (self.origin, placement.origin) {
             (Some(o), _) => o,
-            (None, Some(id)) => engine.origin_str(id),
+            (None, Some(id)) => engine.registry.origin_str(id),
             (None, None) => "",
         };
         let now_nanos = engine.now_nanos();
@@ -499,7 +501,7 @@ impl<'a> Entry<'a> {
         builder.placement = Some(Placement {
             context: a.context.id,
             // Handed on to the entries nested under the child on its thread, as a context's origin is.
-            origin: (!a.origin.is_empty()).then(|| a.engine.context_origin(a.origin)),
+            origin: (!a.origin.is_empty()).then(|| a.engine.registry.context_origin(a.origin)),
             parent: id(a.node).map_or(Parent::Entrance, Parent::Node),
         });
         if !a.origin.is_empty() {
@@ -648,7 +650,7 @@ impl OwnedEntry {
             origin: if a.origin.is_empty() {
                 NONE
             } else {
-                engine.inner.intern_origin(a.origin, true)
+                engine.inner.registry.intern_origin(a.origin, true)
             },
             args: a.args.into_owned_boxed(),
             attachments: a.attachments,
@@ -696,7 +698,7 @@ impl OwnedEntry {
     pub fn resource(&self) -> &str {
         self.detached
             .as_ref()
-            .and_then(|d| self.engine.inner.resource_by_id(d.resource))
+            .and_then(|d| self.engine.inner.registry.resource_by_id(d.resource))
             .map_or("", |r| &r.name)
     }
 }
@@ -707,9 +709,10 @@ impl Drop for OwnedEntry {
             return;
         };
         let engine = &self.engine.inner;
-        let (Some(resource), Some(context)) =
-            (engine.resource_by_id(d.resource), engine.context(d.context))
-        else {
+        let (Some(resource), Some(context)) = (
+            engine.registry.resource_by_id(d.resource),
+            engine.registry.context(d.context),
+        ) else {
             return;
         };
         Finished {
@@ -719,7 +722,7 @@ impl Drop for OwnedEntry {
             origin: if d.origin == NONE {
                 ""
             } else {
-                engine.origin_str(d.origin)
+                engine.registry.origin_str(d.origin)
             },
             args: &d.args,
             attachments: d.attachments.as_deref().map_or(&[], Vec::as_slice),

@@ -21,10 +21,10 @@ impl Slot for AuthoritySlot {
         if cx.origin.is_empty() {
             return Ok(());
         }
-        if !cx.engine.authority.in_force() {
+        if !cx.engine.rules.authority.in_force() {
             return Ok(());
         }
-        let snapshot = cx.engine.authority.snapshot();
+        let snapshot = cx.engine.rules.authority.snapshot();
         if snapshot.is_empty() {
             return Ok(());
         }

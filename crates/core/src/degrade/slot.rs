@@ -109,10 +109,15 @@ impl Slot for DefaultCircuitBreakerSlot {
 
 #[inline]
 fn entry(cx: &mut SlotContext<'_>, which: Which) -> Result<(), BlockError> {
-    if !cx.engine.degrade.in_force_for(which == Which::Default) {
+    if !cx
+        .engine
+        .rules
+        .degrade
+        .in_force_for(which == Which::Default)
+    {
         return Ok(());
     }
-    let snapshot = cx.engine.degrade.snapshot();
+    let snapshot = cx.engine.rules.degrade.snapshot();
     if snapshot.is_empty() {
         return Ok(());
     }
@@ -165,10 +170,15 @@ fn exit(cx: &mut ExitContext<'_>, which: Which) {
             probes = true;
         }
     }
-    if !cx.engine.degrade.in_force_for(which == Which::Default) {
+    if !cx
+        .engine
+        .rules
+        .degrade
+        .in_force_for(which == Which::Default)
+    {
         return;
     }
-    let snapshot = cx.engine.degrade.snapshot();
+    let snapshot = cx.engine.rules.degrade.snapshot();
     if snapshot.is_empty() {
         return;
     }

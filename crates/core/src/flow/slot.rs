@@ -35,10 +35,10 @@ pub struct FlowSlot;
 impl Slot for FlowSlot {
     #[inline]
     fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
-        if !cx.engine.flow.in_force() {
+        if !cx.engine.rules.flow.in_force() {
             return Ok(());
         }
-        let snapshot = cx.engine.flow.snapshot();
+        let snapshot = cx.engine.rules.flow.snapshot();
         let Some(rules) = snapshot.rules_of(cx.resource) else {
             return Ok(());
         };
@@ -186,13 +186,13 @@ fn select_node<'a>(
 }
 
 fn origin_node<'a>(cx: &SlotContext<'a>) -> Option<&'a StatisticNode> {
-    cx.engine.origin_node(cx.origin_node_id?)
+    cx.engine.registry.origin_node(cx.origin_node_id?)
 }
 
 fn reference_node<'a>(cx: &SlotContext<'a>, state: &FlowRuleState) -> Option<&'a StatisticNode> {
     let reference = state.rule.ref_resource.as_deref()?;
     match state.rule.strategy {
-        FlowStrategy::Relate => cx.engine.existing_cluster_stats(reference),
+        FlowStrategy::Relate => cx.engine.registry.existing_cluster_stats(reference),
         FlowStrategy::Chain => {
             if cx.context_name() != reference {
                 return None;

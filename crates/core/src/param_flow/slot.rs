@@ -25,8 +25,9 @@ use rustc_hash::FxHashMap;
 
 use super::manager::{ParamRuleState, Rules, Verdict};
 use crate::block::{BlockError, BlockKind, BlockRule};
-use crate::engine::{Inner, Resource};
+use crate::engine::Inner;
 use crate::param::{ParamValue, ValueKind};
+use crate::registry::Resource;
 use crate::rules::RuleType;
 use crate::slot::{ExitContext, Hooks, Slot, SlotContext, order};
 
@@ -167,7 +168,7 @@ pub(crate) fn release_counted(
     if generation == 0 {
         return;
     }
-    let snapshot = engine.param_flow.snapshot();
+    let snapshot = engine.rules.param_flow.snapshot();
     if let Some(rules) = snapshot.rules_of(resource) {
         release(rules, resource.id, args, generation);
     }
@@ -177,10 +178,10 @@ impl Slot for ParamFlowSlot {
     #[inline]
     fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
         let args = cx.args;
-        if args.is_empty() || !cx.engine.param_flow.any() {
+        if args.is_empty() || !cx.engine.rules.param_flow.any() {
             return Ok(());
         }
-        let snapshot = cx.engine.param_flow.snapshot();
+        let snapshot = cx.engine.rules.param_flow.snapshot();
         let Some(rules) = snapshot.rules_of(cx.resource) else {
             return Ok(());
         };
@@ -277,7 +278,7 @@ mod tests {
             .unwrap();
         drop(fg.entry("r").enter());
         let resource = fg.inner.resource("r").unwrap();
-        let snapshot = fg.inner.param_flow.snapshot();
+        let snapshot = fg.inner.rules.param_flow.snapshot();
         let state = &snapshot.rules_of(resource).unwrap()[0];
         let hash = |v: ParamValue<'_>| state.value_hash(resource.id, &v).unwrap();
         // A number's hash is `mix(salt ^ bits)`: the float whose bits are `i ^ int salt ^ float salt`

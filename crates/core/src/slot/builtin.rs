@@ -63,21 +63,21 @@ pub(super) fn entry(chain: &SlotChain, cx: &mut SlotContext<'_>) -> Result<(), B
     let built = ClusterBuilderSlot.entry(cx);
     debug_assert!(selected.is_ok() && built.is_ok());
     let engine = cx.engine;
-    if engine.authority.in_force() {
+    if engine.rules.authority.in_force() {
         check!(AuthoritySlot, AUTHORITY);
     }
-    if engine.system.in_force() {
+    if engine.rules.system.in_force() {
         check!(SystemSlot, SYSTEM);
     }
-    if engine.param_flow.any() {
+    if engine.rules.param_flow.any() {
         check!(ParamFlowSlot, PARAM_FLOW);
     }
-    if engine.flow.in_force() {
+    if engine.rules.flow.in_force() {
         check!(FlowSlot, FLOW);
     }
     // Read once for the checks and the pass hooks (the generic loop reads it per hook; a load racing
     // between the two then leaves a reserved probe uncommitted there, never here).
-    if engine.degrade.in_force() {
+    if engine.rules.degrade.in_force() {
         check!(DefaultCircuitBreakerSlot, DEFAULT_CIRCUIT_BREAKER);
         check!(DegradeSlot, DEGRADE);
         // The pass hooks, in reverse order.
@@ -99,7 +99,7 @@ pub(super) fn exit(cx: &mut ExitContext<'_>) {
     }
     // A probe admitted before the degrade rules were removed still completes (dropped instead, it
     // would be reported as a failed probe).
-    if engine.degrade.in_force() || !cx.attachments.is_empty() {
+    if engine.rules.degrade.in_force() || !cx.attachments.is_empty() {
         DefaultCircuitBreakerSlot.exit(cx);
         DegradeSlot.exit(cx);
     }

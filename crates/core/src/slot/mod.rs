@@ -35,10 +35,11 @@ pub use node_selector::NodeSelectorSlot;
 pub use statistic::StatisticSlot;
 
 use crate::block::{BlockError, BlockKind};
-use crate::engine::{ContextData, Inner, Parent, Resource};
+use crate::engine::Inner;
 use crate::entry_type::{EntryType, ResourceType};
 use crate::node::{DefaultNode, NodeView, StatisticNode};
 use crate::param::ParamValue;
+use crate::registry::{ContextData, Parent, Resource};
 use crate::rules::RuleType;
 use crate::stat::Cursor;
 
@@ -265,7 +266,7 @@ impl SlotContext<'_> {
     /// The statistics of this resource's calls from this origin.
     pub fn origin_node(&self) -> Option<NodeView<'_>> {
         Some(NodeView {
-            node: self.engine.origin_node(self.origin_node_id?)?,
+            node: self.engine.registry.origin_node(self.origin_node_id?)?,
             clock: &*self.engine.clock,
         })
     }

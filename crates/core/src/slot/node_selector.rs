@@ -14,9 +14,9 @@ impl Slot for NodeSelectorSlot {
     #[inline]
     fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
         let engine = cx.engine;
-        if let Some(id) = engine.node_in_context(cx.resource, cx.context.id) {
-            if let Some(node) = engine.default_node(id) {
-                engine.attach(cx.context, cx.parent, id, node);
+        if let Some(id) = engine.registry.node_in_context(cx.resource, cx.context.id) {
+            if let Some(node) = engine.registry.default_node(id) {
+                engine.registry.attach(cx.context, cx.parent, id, node);
                 cx.default_node = Some(node);
             }
             cx.node_id = Some(id);

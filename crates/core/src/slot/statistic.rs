@@ -30,8 +30,8 @@ fn nodes<'a>(
     [
         Some(cluster),
         node,
-        origin.and_then(|id| engine.origin_node(id)),
-        (entry_type == EntryType::In).then_some(&engine.inbound.stats),
+        origin.and_then(|id| engine.registry.origin_node(id)),
+        (entry_type == EntryType::In).then_some(&engine.registry.inbound.stats),
     ]
 }
 
@@ -101,7 +101,7 @@ impl Slot for StatisticSlot {
     fn exit(&self, cx: &mut ExitContext<'_>) {
         let node = if cx.node_counted {
             cx.node_id
-                .and_then(|id| cx.engine.default_node(id))
+                .and_then(|id| cx.engine.registry.default_node(id))
                 .and_then(|n| n.counting())
         } else {
             None

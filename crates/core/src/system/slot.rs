@@ -36,12 +36,12 @@ pub struct SystemSlot;
 impl Slot for SystemSlot {
     #[inline]
     fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
-        let system = &cx.engine.system;
+        let system = &cx.engine.rules.system;
         if !system.in_force() {
             return Ok(());
         }
         if cx.entry_type != EntryType::In {
-            system.note_outbound(&cx.engine.inbound.stats);
+            system.note_outbound(&cx.engine.registry.inbound.stats);
             return Ok(());
         }
         let snapshot = system.snapshot();
@@ -77,7 +77,7 @@ pub(crate) fn bbr_admits(threads: u64, max_success_qps: f64, min_rt: f64) -> boo
 #[inline]
 fn check(cx: &SlotContext<'_>, snapshot: &SystemSnapshot) -> Result<(), SystemLimitType> {
     let t = &snapshot.thresholds;
-    let node = &cx.engine.inbound.stats;
+    let node = &cx.engine.registry.inbound.stats;
     let now = cx.now_ms;
     if let Some(qps) = t.qps {
         if node.pass_qps(now) + f64::from(cx.count) > qps {
@@ -96,7 +96,7 @@ fn check(cx: &SlotContext<'_>, snapshot: &SystemSnapshot) -> Result<(), SystemLi
         }
     }
     if let Some(highest) = t.highest_system_load {
-        let probe = &cx.engine.system.probe;
+        let probe = &cx.engine.rules.system.probe;
         if probe.load_average().is_some_and(|load| load > highest)
             && !bbr_admits(threads, node.max_success_qps(now), node.min_rt(now))
         {
@@ -106,6 +106,7 @@ fn check(cx: &SlotContext<'_>, snapshot: &SystemSnapshot) -> Result<(), SystemLi
     if let Some(highest) = t.highest_cpu_usage {
         if cx
             .engine
+            .rules
             .system
             .probe
             .cpu_usage()
