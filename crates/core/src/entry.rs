@@ -4,14 +4,14 @@ use std::error::Error;
 use std::fmt;
 use std::mem::ManuallyDrop;
 use std::panic::{self, AssertUnwindSafe};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::block::BlockError;
-use crate::context::{self, EntryFrame, Placement};
 use crate::engine::Inner;
 use crate::entry_type::{EntryType, ResourceType};
-use crate::floodgate::Floodgate;
+use crate::frames::{self, EntryFrame, Placement};
 use crate::param::ParamValue;
 use crate::registry::{ContextData, Parent, Resource};
 use crate::slot::{Attachment, ExitContext, SlotContext};
@@ -157,7 +157,7 @@ impl<'a> EntryBuilder<'a> {
     /// allocates).
     pub fn enter_owned(self) -> Result<OwnedEntry, BlockError> {
         let engine = self.engine;
-        self.admit(false, |active| OwnedEntry::detach(engine.handle(), active))
+        self.admit(false, |active| OwnedEntry::detach(engine.arc(), active))
     }
 
     /// Runs the slot chain; a queueing wait is awaited with a tokio timer (never slept on the worker).
@@ -205,7 +205,7 @@ impl<'a> EntryBuilder<'a> {
         let stripe = current_stripe();
         let placement = match self.placement {
             Some(p) => p,
-            None => context::current(engine.id, stripe),
+            None => frames::current(engine.id, stripe),
         };
         let Some(context) = engine.registry.context(placement.context) else {
             return Ok(finish(None));
@@ -253,7 +253,7 @@ impl<'a> EntryBuilder<'a> {
             cx.param_generation,
         );
         let (frame_id, previous) = if on_thread {
-            context::push(engine.id, context.id, node_id, placement.origin)
+            frames::push(engine.id, context.id, node_id, placement.origin)
         } else {
             (0, EntryFrame::NONE)
         };
@@ -529,9 +529,9 @@ impl Active<'_> {
         let stripe = current_stripe();
         if self.frame_id != 0 {
             if self.thread == stripe as u32 {
-                context::pop(self.frame_id, self.previous);
+                frames::pop(self.frame_id, self.previous);
             } else {
-                context::pop_remote(self.thread, self.frame_id, self.previous);
+                frames::pop_remote(self.thread, self.frame_id, self.previous);
             }
         }
         Finished {
@@ -610,7 +610,7 @@ impl Finished<'_> {
 pub struct OwnedEntry {
     // Dropped before the engine handle it may hold the last of.
     detached: Option<Detached>,
-    engine: Floodgate,
+    engine: Arc<Inner>,
 }
 
 /// An [`Active`] entry with ids in place of references (re-resolved at exit).
@@ -644,13 +644,13 @@ impl fmt::Debug for OwnedEntry {
 }
 
 impl OwnedEntry {
-    fn detach(engine: Floodgate, active: Option<Active<'_>>) -> Self {
+    fn detach(engine: Arc<Inner>, active: Option<Active<'_>>) -> Self {
         let detached = active.map(|a| Detached {
             resource: a.resource.id,
             origin: if a.origin.is_empty() {
                 NONE
             } else {
-                engine.inner.registry.intern_origin(a.origin, true)
+                engine.registry.intern_origin(a.origin, true)
             },
             args: a.args.into_owned_boxed(),
             attachments: a.attachments,
@@ -676,7 +676,7 @@ impl OwnedEntry {
     /// [`trace`](Self::trace) for a `dyn Error`.
     pub fn trace_dyn(&self, error: &(dyn Error + 'static)) {
         if let Some(d) = &self.detached {
-            if self.engine.inner.errors.should_trace(error) {
+            if self.engine.errors.should_trace(error) {
                 d.error.store(true, Ordering::Relaxed);
             }
         }
@@ -698,7 +698,7 @@ impl OwnedEntry {
     pub fn resource(&self) -> &str {
         self.detached
             .as_ref()
-            .and_then(|d| self.engine.inner.registry.resource_by_id(d.resource))
+            .and_then(|d| self.engine.registry.resource_by_id(d.resource))
             .map_or("", |r| &r.name)
     }
 }
@@ -708,7 +708,7 @@ impl Drop for OwnedEntry {
         let Some(d) = &self.detached else {
             return;
         };
-        let engine = &self.engine.inner;
+        let engine = &*self.engine;
         let (Some(resource), Some(context)) = (
             engine.registry.resource_by_id(d.resource),
             engine.registry.context(d.context),

@@ -2,11 +2,22 @@
 //! name exactly is created past the resource cap, names only regex rules match share a resource, …),
 //! and the origins rules name, interned whatever the cap.
 
+use std::sync::Arc;
+
 use super::Inner;
 use crate::registry::{CapPolicy, Resource};
+use crate::rule_sets::RuleSets;
 use crate::rules::RuleType;
+use crate::slot::Slot;
 
-impl CapPolicy for Inner {
+/// The engine's answer to the registry's cap questions: its rule sets, and the slots of its chain
+/// (a custom slot may have rules for a resource).
+pub(crate) struct Caps {
+    pub(crate) rules: RuleSets,
+    pub(crate) slots: Box<[Arc<dyn Slot>]>,
+}
+
+impl CapPolicy for Caps {
     /// Whether a rule names `resource` exactly, or a RELATE rule reads it, or a custom slot has rules
     /// for it (such a resource is created even past the resource cap: a RELATE rule needs its
     /// reference counted).
@@ -17,7 +28,7 @@ impl CapPolicy for Inner {
             || self.rules.degrade.snapshot().names(resource)
             || self.rules.authority.snapshot().names(resource)
             || self.rules.param_flow.snapshot().names(resource)
-            || self.chain.has_rules(resource)
+            || self.slots.iter().any(|s| s.has_rules(resource))
     }
 
     /// The regex rules of every type that match `resource`, as one string (empty: none match), in a
@@ -75,18 +86,6 @@ impl CapPolicy for Inner {
 }
 
 impl Inner {
-    /// Whether any rule of `rule_type` is in force.
-    #[inline]
-    pub(crate) fn rules_in_force(&self, rule_type: RuleType) -> bool {
-        match rule_type {
-            RuleType::Flow => self.rules.flow.in_force(),
-            RuleType::Degrade => self.rules.degrade.in_force(),
-            RuleType::Authority => self.rules.authority.in_force(),
-            RuleType::System => self.rules.system.in_force(),
-            RuleType::ParamFlow => self.rules.param_flow.any(),
-        }
-    }
-
     /// Interns the origins `rules` name, whatever the cap (see [`MAX_INTERNED_ORIGINS`]).
     pub(crate) fn intern_rule_origins(&self, rule_type: RuleType) {
         match rule_type {

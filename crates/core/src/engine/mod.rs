@@ -15,43 +15,37 @@ pub use config::{
     DEFAULT_OCCUPY_TIMEOUT,
 };
 
-use crate::authority::AuthorityRules;
-use crate::clock::{CachedClock, Clock};
-use crate::degrade::DegradeRules;
+pub(crate) use caps::Caps;
+
+use crate::chain::SlotChain;
 use crate::error_filter::ErrorFilter;
-use crate::floodgate::Floodgate;
-use crate::flow::FlowRules;
 use crate::node::{NodeView, StatisticNode};
-use crate::param_flow::ParamFlowRules;
-use crate::registry::{Registry, Resource};
-use crate::slot::{BlockLog, SlotChain};
-use crate::system::SystemRules;
+use crate::registry::Resource;
+pub(crate) use crate::rule_sets::RuleSets;
+use crate::slot::EngineCore;
 
 pub(crate) static NEXT_ENGINE_ID: AtomicU64 = AtomicU64::new(1);
 
-/// The rules of every kind an engine enforces.
-pub(crate) struct RuleSets {
-    pub(crate) flow: FlowRules,
-    pub(crate) degrade: DegradeRules,
-    pub(crate) authority: AuthorityRules,
-    pub(crate) system: SystemRules,
-    pub(crate) param_flow: ParamFlowRules,
-}
-
+/// An engine's state: what its slots see (the registry, the clock, the block log: [`EngineCore`], which
+/// it derefs to), its rule sets, its slot chain, its settings, its error filter and its on/off switch.
 pub(crate) struct Inner {
-    pub(crate) id: u64,
     /// The engine's own handle, for entries that must own one.
     pub(crate) me: std::sync::Weak<Inner>,
-    pub(crate) clock: Arc<dyn Clock>,
-    /// `clock` itself when it is a [`CachedClock`] (the default): read without a dynamic call.
-    pub(crate) cached_clock: Option<CachedClock>,
-    pub(crate) registry: Registry,
+    pub(crate) core: EngineCore,
     pub(crate) rules: RuleSets,
     pub(crate) chain: SlotChain,
     pub(crate) config: Config,
     pub(crate) errors: ErrorFilter,
-    pub(crate) block_log: BlockLog,
     pub(crate) enabled: AtomicBool,
+}
+
+impl std::ops::Deref for Inner {
+    type Target = EngineCore;
+
+    #[inline]
+    fn deref(&self) -> &EngineCore {
+        &self.core
+    }
 }
 
 impl fmt::Debug for Inner {
@@ -66,45 +60,26 @@ impl fmt::Debug for Inner {
 }
 
 impl Inner {
-    /// The engine's time, epoch ns (the hot path's clock read).
-    #[inline]
-    pub(crate) fn now_nanos(&self) -> u64 {
-        match &self.cached_clock {
-            Some(clock) => clock.now_nanos(),
-            None => self.clock.now_nanos(),
-        }
-    }
-
     pub(crate) fn is_enabled(&self) -> bool {
         self.enabled.load(Ordering::Relaxed)
     }
 
-    /// The resource named `name`, created on first sight (see [`Registry::resource`]).
+    /// The resource named `name`, created on first sight (see `Registry::resource`).
     #[inline]
     pub(crate) fn resource(&self, name: &str) -> Option<&Resource> {
-        self.registry.resource(name, self)
+        self.registry.resource(name)
     }
 
     /// The context named `name`, created on first sight; the default context past the context cap.
     pub(crate) fn context_id(&self, name: &str) -> u32 {
-        self.registry.context_id(name, self)
+        self.registry.context_id(name)
     }
 
-    /// The origin node id of `origin` on `resource`, created on first sight (see
-    /// [`Registry::origin_node_id`]).
-    #[inline]
-    pub(crate) fn origin_node_id(&self, resource: &Resource, origin: &str) -> Option<u32> {
-        self.registry.origin_node_id(resource, origin, self)
-    }
-
-    /// A handle to this engine (it is alive while `self` is borrowed).
-    pub(crate) fn handle(&self) -> Floodgate {
-        Floodgate {
-            inner: self
-                .me
-                .upgrade()
-                .unwrap_or_else(|| unreachable!("an engine borrowed is alive")),
-        }
+    /// This engine, shared (it is alive while `self` is borrowed).
+    pub(crate) fn arc(&self) -> Arc<Inner> {
+        self.me
+            .upgrade()
+            .unwrap_or_else(|| unreachable!("an engine borrowed is alive"))
     }
 
     pub(crate) fn view<'a>(&'a self, node: &'a StatisticNode) -> NodeView<'a> {

@@ -6,11 +6,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::Floodgate;
-use crate::authority::AuthorityRules;
+use crate::chain::{ChainEdit, Parts, SlotChain};
 use crate::clock::{CachedClock, Clock};
-use crate::degrade::DegradeRules;
 use crate::engine::{
-    Config, ConfigError, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_ORIGINS, DEFAULT_MAX_RESOURCES,
+    Caps, Config, ConfigError, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_ORIGINS, DEFAULT_MAX_RESOURCES,
     DEFAULT_OCCUPY_TIMEOUT, Inner, NEXT_ENGINE_ID, RuleSets,
 };
 use crate::error_filter::ErrorFilter;
@@ -18,7 +17,7 @@ use crate::flow::{DEFAULT_COLD_FACTOR, FlowRules};
 use crate::node::WindowGeometry;
 use crate::param_flow::ParamFlowRules;
 use crate::registry::Registry;
-use crate::slot::{BlockLog, ChainEdit, Slot, SlotChain};
+use crate::slot::{BlockLog, EngineCore, Slot};
 use crate::system::{OsProbe, SystemProbe, SystemRules};
 
 /// Configures a [`Floodgate`].
@@ -223,22 +222,34 @@ impl FloodgateBuilder {
         let system_probe = self
             .system_probe
             .unwrap_or_else(|| Arc::new(OsProbe::new()) as Arc<dyn SystemProbe>);
-        let chain = SlotChain::build(self.edits);
+        let rules = RuleSets {
+            flow: Arc::new(FlowRules::new(config.cold_factor, tick_ns)),
+            degrade: Arc::default(),
+            authority: Arc::default(),
+            system: Arc::new(SystemRules::new(system_probe)),
+            param_flow: Arc::new(ParamFlowRules::new(config.param_capacity, tick_ns)),
+        };
+        let parts = Parts {
+            rules: &rules,
+            occupy_timeout_ms: config.occupy_timeout_ms,
+        };
+        let chain = SlotChain::build(self.edits, &parts);
+        let caps = Caps {
+            rules: rules.clone(),
+            slots: chain.slot_list(),
+        };
         let id = NEXT_ENGINE_ID.fetch_add(1, Ordering::Relaxed);
-        let inner = Arc::new_cyclic(|me| Inner {
+        let core = EngineCore {
             id,
-            me: me.clone(),
             block_log: BlockLog::new(self.block_log_file, clock.clone()),
             cached_clock,
             clock,
-            registry: Registry::new(id, config.limits()),
-            rules: RuleSets {
-                flow: FlowRules::new(config.cold_factor, tick_ns),
-                degrade: DegradeRules::default(),
-                authority: AuthorityRules::default(),
-                system: SystemRules::new(system_probe),
-                param_flow: ParamFlowRules::new(config.param_capacity, tick_ns),
-            },
+            registry: Registry::new(id, config.limits(), Box::new(caps)),
+        };
+        let inner = Arc::new_cyclic(|me| Inner {
+            me: me.clone(),
+            core,
+            rules,
             chain,
             config,
             errors: self.errors,

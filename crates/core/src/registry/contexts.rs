@@ -3,12 +3,12 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::{CapPolicy, ContextData, DEFAULT_CONTEXT_NAME, Registry};
+use super::{ContextData, DEFAULT_CONTEXT_NAME, Registry};
 use crate::node::EntranceNode;
 
 impl Registry {
     /// The context named `name`, created on first sight; the default context past the context cap.
-    pub(crate) fn context_id(&self, name: &str, caps: &dyn CapPolicy) -> u32 {
+    pub(crate) fn context_id(&self, name: &str) -> u32 {
         if name == DEFAULT_CONTEXT_NAME {
             return 0;
         }
@@ -20,7 +20,7 @@ impl Registry {
         // the cap does not queue on it.
         let over_cap = || {
             // The default context (always there) does not count, as in Sentinel.
-            self.contexts.len() > self.limits.max_contexts && !caps.names_context(name)
+            self.contexts.len() > self.limits.max_contexts && !self.caps.names_context(name)
         };
         if !over_cap() {
             let _guard = self.lock();

@@ -113,7 +113,7 @@ pub(crate) enum PastCap {
 
 /// What the rules in force say about the caps: the registry asks when a cap is reached (cold paths
 /// only). Implemented by the engine, which holds the rules.
-pub(crate) trait CapPolicy {
+pub(crate) trait CapPolicy: Send + Sync {
     /// Whether a rule names `resource` exactly, or a RELATE rule reads it, or a custom slot has rules
     /// for it: such a resource is created even past the resource cap.
     fn names_exactly(&self, resource: &str) -> bool;
@@ -166,11 +166,13 @@ pub(crate) struct Registry {
     regex_shared: RwLock<FxHashMap<Box<str>, u32>>,
     pub(crate) resource_cap_hits: AtomicU64,
     pub(crate) context_cap_hits: AtomicU64,
+    /// What the rules say where a cap is reached.
+    caps: Box<dyn CapPolicy>,
 }
 
 impl Registry {
     /// A registry holding the default context only.
-    pub(crate) fn new(id: u64, limits: Limits) -> Self {
+    pub(crate) fn new(id: u64, limits: Limits, caps: Box<dyn CapPolicy>) -> Self {
         let registry = Registry {
             id,
             limits,
@@ -188,6 +190,7 @@ impl Registry {
             regex_shared: RwLock::default(),
             resource_cap_hits: AtomicU64::new(0),
             context_cap_hits: AtomicU64::new(0),
+            caps,
         };
         {
             let _guard = registry.lock();

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 
 use rustc_hash::FxHashMap;
 
-use super::{CapPolicy, ContextData, MAX_ORIGIN_LEN, OVER_CAP_ORIGIN, Parent, Registry, Resource};
+use super::{ContextData, MAX_ORIGIN_LEN, OVER_CAP_ORIGIN, Parent, Registry, Resource};
 use crate::node::{DefaultNode, StatisticNode};
 
 impl Registry {
@@ -76,29 +76,19 @@ impl Registry {
     /// The origin node id of `origin` on `resource`, created on first sight (past the resource's origin
     /// cap: the shared [`OVER_CAP_ORIGIN`] node); `None` for no origin.
     #[inline]
-    pub(crate) fn origin_node_id(
-        &self,
-        resource: &Resource,
-        origin: &str,
-        caps: &dyn CapPolicy,
-    ) -> Option<u32> {
+    pub(crate) fn origin_node_id(&self, resource: &Resource, origin: &str) -> Option<u32> {
         if origin.is_empty() {
             return None;
         }
         if let Some(id) = resource.cluster.origin(origin) {
             return Some(id);
         }
-        self.add_origin_node(resource, origin, caps)
+        self.add_origin_node(resource, origin)
     }
 
     #[cold]
-    fn add_origin_node(
-        &self,
-        resource: &Resource,
-        origin: &str,
-        caps: &dyn CapPolicy,
-    ) -> Option<u32> {
-        let named = || caps.names_origin(resource, origin);
+    fn add_origin_node(&self, resource: &Resource, origin: &str) -> Option<u32> {
+        let named = || self.caps.names_origin(resource, origin);
         let over_cap = || {
             origin.len() > MAX_ORIGIN_LEN
                 || (resource.cluster.origin_count() >= self.limits.max_origins && !named())

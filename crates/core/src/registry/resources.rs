@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use arc_swap::ArcSwapOption;
 use rustc_hash::FxHashMap;
 
-use super::{CapPolicy, OVER_CAP_RESOURCE, PastCap, Registry, Resource, read};
+use super::{OVER_CAP_RESOURCE, PastCap, Registry, Resource, read};
 use crate::entry_type::ResourceType;
 use crate::last_lookup;
 use crate::node::{ClusterNode, DefaultNode};
@@ -19,7 +19,7 @@ impl Registry {
     /// only regex rules match shares a resource with the names the same regex rules match (so the cap
     /// never turns into fail-open, and regex rules cannot grow the engine without bound).
     #[inline]
-    pub(crate) fn resource(&self, name: &str, caps: &dyn CapPolicy) -> Option<&Resource> {
+    pub(crate) fn resource(&self, name: &str) -> Option<&Resource> {
         if let Some(id) = last_lookup::recall(self.id, name) {
             if let Some(resource) = self.resources.get(id) {
                 if *resource.name == *name {
@@ -29,44 +29,44 @@ impl Registry {
         }
         let resource = match self.resource_index.get(name) {
             Some(id) => self.resources.get(id),
-            None => self.create_resource(name, caps),
+            None => self.create_resource(name),
         }?;
         last_lookup::remember(self.id, name, resource.id);
         Some(resource)
     }
 
     #[cold]
-    fn create_resource(&self, name: &str, caps: &dyn CapPolicy) -> Option<&Resource> {
+    fn create_resource(&self, name: &str) -> Option<&Resource> {
         // Past the cap every name of a flood is new: decided before the engine's lock, so that such
         // entries do not all queue on it (the resources only grow, so the cap stays reached).
-        match self.past_cap(name, caps) {
+        match self.past_cap(name) {
             PastCap::No => {}
-            PastCap::Unruled => return self.over_cap_resource(caps),
-            PastCap::Regex(signature) => return self.regex_shared_resource(name, signature, caps),
+            PastCap::Unruled => return self.over_cap_resource(),
+            PastCap::Regex(signature) => return self.regex_shared_resource(name, signature),
         }
         let guard = self.lock();
         if let Some(id) = self.resource_index.get(name) {
             return self.resources.get(id);
         }
-        match self.past_cap(name, caps) {
+        match self.past_cap(name) {
             PastCap::No => self.push_resource_locked(name),
             PastCap::Unruled => {
                 drop(guard);
-                self.over_cap_resource(caps)
+                self.over_cap_resource()
             }
             PastCap::Regex(signature) => {
                 drop(guard);
-                self.regex_shared_resource(name, signature, caps)
+                self.regex_shared_resource(name, signature)
             }
         }
     }
 
     /// What `name`, new, gets with respect to the resource cap.
-    fn past_cap(&self, name: &str, caps: &dyn CapPolicy) -> PastCap {
-        if self.resources.len() < self.limits.max_resources || caps.names_exactly(name) {
+    fn past_cap(&self, name: &str) -> PastCap {
+        if self.resources.len() < self.limits.max_resources || self.caps.names_exactly(name) {
             return PastCap::No;
         }
-        let signature = caps.regex_signature(name);
+        let signature = self.caps.regex_signature(name);
         if signature.is_empty() {
             PastCap::Unruled
         } else {
@@ -80,17 +80,12 @@ impl Registry {
     /// names sharing it share its statistics, and so its limits and breakers: stricter, never open.
     /// A shared resource is shared only while the rules in force treat its name as they treat `name`:
     /// not once rules name it exactly, nor once regex rules loaded since match it and not `name`.
-    fn regex_shared_resource(
-        &self,
-        name: &str,
-        signature: String,
-        caps: &dyn CapPolicy,
-    ) -> Option<&Resource> {
+    fn regex_shared_resource(&self, name: &str, signature: String) -> Option<&Resource> {
         self.resource_cap_hits.fetch_add(1, Ordering::Relaxed);
         let shared = |by: &FxHashMap<Box<str>, u32>| {
             let resource = self.resources.get(*by.get(signature.as_str())?)?;
-            (!caps.names_exactly(&resource.name)
-                && caps.regex_signature(&resource.name) == signature)
+            (!self.caps.names_exactly(&resource.name)
+                && self.caps.regex_signature(&resource.name) == signature)
                 .then_some(resource)
         };
         if let Some(resource) = shared(&read(&self.regex_shared)) {
@@ -113,9 +108,9 @@ impl Registry {
 
     /// The resource of an entry on a new name past the cap: none, or [`OVER_CAP_RESOURCE`] while rules
     /// that apply to every entry are in force.
-    fn over_cap_resource(&self, caps: &dyn CapPolicy) -> Option<&Resource> {
+    fn over_cap_resource(&self) -> Option<&Resource> {
         self.resource_cap_hits.fetch_add(1, Ordering::Relaxed);
-        if !caps.counts_past_cap() {
+        if !self.caps.counts_past_cap() {
             return None;
         }
         // System rules apply to every inbound entry, and default (`"*"`) breakers to every resource:

@@ -1,9 +1,7 @@
 //! NodeSelectorSlot (−10000): picks the resource's node in the current context and links it into the
 //! call tree under the current entry (or the context's entrance).
 
-use std::sync::Arc;
-
-use super::{Hooks, Slot, SlotContext, order};
+use super::{Hooks, Slot, SlotContext};
 use crate::block::BlockError;
 
 /// Sentinel's `NodeSelectorSlot`.
@@ -28,7 +26,3 @@ impl Slot for NodeSelectorSlot {
         Hooks::ENTRY
     }
 }
-
-crate::register_slot!("node_selector", order::NODE_SELECTOR, || Arc::new(
-    NodeSelectorSlot
-));

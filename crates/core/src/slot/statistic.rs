@@ -7,11 +7,8 @@
 //! ahead). On block: `count` blocks on the same nodes. On exit: RT and `count` successes, `count`
 //! exceptions if an error was traced, and concurrency −1.
 
-use std::sync::Arc;
-
-use super::{ExitContext, Hooks, Slot, SlotContext, order};
+use super::{EngineCore, ExitContext, Hooks, Slot, SlotContext};
 use crate::block::BlockError;
-use crate::engine::Inner;
 use crate::entry_type::EntryType;
 use crate::node::StatisticNode;
 
@@ -21,7 +18,7 @@ pub struct StatisticSlot;
 
 #[inline]
 fn nodes<'a>(
-    engine: &'a Inner,
+    engine: &'a EngineCore,
     cluster: &'a StatisticNode,
     node: Option<&'a StatisticNode>,
     origin: Option<u32>,
@@ -134,5 +131,3 @@ impl Slot for StatisticSlot {
         }
     }
 }
-
-crate::register_slot!("statistic", order::STATISTIC, || Arc::new(StatisticSlot));
