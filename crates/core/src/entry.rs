@@ -4,14 +4,16 @@ use std::error::Error;
 use std::fmt;
 use std::mem::ManuallyDrop;
 use std::panic::{self, AssertUnwindSafe};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::block::BlockError;
-use crate::context::{self, EntryFrame, Placement};
-use crate::engine::{ContextData, Floodgate, Inner, Parent, Resource};
+use crate::engine::Inner;
 use crate::entry_type::{EntryType, ResourceType};
+use crate::frames::{self, EntryFrame, Placement};
 use crate::param::ParamValue;
+use crate::registry::{ContextData, Parent, Resource};
 use crate::slot::{Attachment, ExitContext, SlotContext};
 use crate::stat::current_stripe;
 
@@ -155,7 +157,7 @@ impl<'a> EntryBuilder<'a> {
     /// allocates).
     pub fn enter_owned(self) -> Result<OwnedEntry, BlockError> {
         let engine = self.engine;
-        self.admit(false, |active| OwnedEntry::detach(engine.handle(), active))
+        self.admit(false, |active| OwnedEntry::detach(engine.arc(), active))
     }
 
     /// Runs the slot chain; a queueing wait is awaited with a tokio timer (never slept on the worker).
@@ -203,14 +205,14 @@ impl<'a> EntryBuilder<'a> {
         let stripe = current_stripe();
         let placement = match self.placement {
             Some(p) => p,
-            None => context::current(engine.id, stripe),
+            None => frames::current(engine.id, stripe),
         };
-        let Some(context) = engine.context(placement.context) else {
+        let Some(context) = engine.registry.context(placement.context) else {
             return Ok(finish(None));
         };
         let origin: &'a str = match (self.origin, placement.origin) {
             (Some(o), _) => o,
-            (None, Some(id)) => engine.origin_str(id),
+            (None, Some(id)) => engine.registry.origin_str(id),
             (None, None) => "",
         };
         let now_nanos = engine.now_nanos();
@@ -251,7 +253,7 @@ impl<'a> EntryBuilder<'a> {
             cx.param_generation,
         );
         let (frame_id, previous) = if on_thread {
-            context::push(engine.id, context.id, node_id, placement.origin)
+            frames::push(engine.id, context.id, node_id, placement.origin)
         } else {
             (0, EntryFrame::NONE)
         };
@@ -499,7 +501,7 @@ impl<'a> Entry<'a> {
         builder.placement = Some(Placement {
             context: a.context.id,
             // Handed on to the entries nested under the child on its thread, as a context's origin is.
-            origin: (!a.origin.is_empty()).then(|| a.engine.context_origin(a.origin)),
+            origin: (!a.origin.is_empty()).then(|| a.engine.registry.context_origin(a.origin)),
             parent: id(a.node).map_or(Parent::Entrance, Parent::Node),
         });
         if !a.origin.is_empty() {
@@ -527,9 +529,9 @@ impl Active<'_> {
         let stripe = current_stripe();
         if self.frame_id != 0 {
             if self.thread == stripe as u32 {
-                context::pop(self.frame_id, self.previous);
+                frames::pop(self.frame_id, self.previous);
             } else {
-                context::pop_remote(self.thread, self.frame_id, self.previous);
+                frames::pop_remote(self.thread, self.frame_id, self.previous);
             }
         }
         Finished {
@@ -608,7 +610,7 @@ impl Finished<'_> {
 pub struct OwnedEntry {
     // Dropped before the engine handle it may hold the last of.
     detached: Option<Detached>,
-    engine: Floodgate,
+    engine: Arc<Inner>,
 }
 
 /// An [`Active`] entry with ids in place of references (re-resolved at exit).
@@ -642,13 +644,13 @@ impl fmt::Debug for OwnedEntry {
 }
 
 impl OwnedEntry {
-    fn detach(engine: Floodgate, active: Option<Active<'_>>) -> Self {
+    fn detach(engine: Arc<Inner>, active: Option<Active<'_>>) -> Self {
         let detached = active.map(|a| Detached {
             resource: a.resource.id,
             origin: if a.origin.is_empty() {
                 NONE
             } else {
-                engine.inner.intern_origin(a.origin, true)
+                engine.registry.intern_origin(a.origin, true)
             },
             args: a.args.into_owned_boxed(),
             attachments: a.attachments,
@@ -674,7 +676,7 @@ impl OwnedEntry {
     /// [`trace`](Self::trace) for a `dyn Error`.
     pub fn trace_dyn(&self, error: &(dyn Error + 'static)) {
         if let Some(d) = &self.detached {
-            if self.engine.inner.errors.should_trace(error) {
+            if self.engine.errors.should_trace(error) {
                 d.error.store(true, Ordering::Relaxed);
             }
         }
@@ -696,7 +698,7 @@ impl OwnedEntry {
     pub fn resource(&self) -> &str {
         self.detached
             .as_ref()
-            .and_then(|d| self.engine.inner.resource_by_id(d.resource))
+            .and_then(|d| self.engine.registry.resource_by_id(d.resource))
             .map_or("", |r| &r.name)
     }
 }
@@ -706,10 +708,11 @@ impl Drop for OwnedEntry {
         let Some(d) = &self.detached else {
             return;
         };
-        let engine = &self.engine.inner;
-        let (Some(resource), Some(context)) =
-            (engine.resource_by_id(d.resource), engine.context(d.context))
-        else {
+        let engine = &*self.engine;
+        let (Some(resource), Some(context)) = (
+            engine.registry.resource_by_id(d.resource),
+            engine.registry.context(d.context),
+        ) else {
             return;
         };
         Finished {
@@ -719,7 +722,7 @@ impl Drop for OwnedEntry {
             origin: if d.origin == NONE {
                 ""
             } else {
-                engine.origin_str(d.origin)
+                engine.registry.origin_str(d.origin)
             },
             args: &d.args,
             attachments: d.attachments.as_deref().map_or(&[], Vec::as_slice),

@@ -8,8 +8,8 @@ use std::sync::OnceLock;
 
 use thiserror::Error;
 
-use crate::engine::Floodgate;
 use crate::entry::EntryBuilder;
+use crate::floodgate::Floodgate;
 
 static GLOBAL: OnceLock<Floodgate> = OnceLock::new();
 

@@ -100,6 +100,7 @@
 mod arena;
 mod authority;
 mod block;
+mod chain;
 mod clock;
 mod context;
 mod degrade;
@@ -107,7 +108,9 @@ mod engine;
 mod entry;
 mod entry_type;
 mod error_filter;
+mod floodgate;
 mod flow;
+mod frames;
 mod global;
 mod keyed_hash;
 mod last_lookup;
@@ -115,7 +118,9 @@ mod name_index;
 mod node;
 mod param;
 mod param_flow;
+mod registry;
 mod resource_key;
+mod rule_sets;
 mod rules;
 mod slot;
 mod stat;
@@ -130,13 +135,12 @@ pub use degrade::{
     DefaultCircuitBreakerSlot, DegradeGrade, DegradeRule, DegradeSlot,
 };
 pub use engine::{
-    ConfigError, DEFAULT_CONTEXT_NAME, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_ORIGINS,
-    DEFAULT_MAX_RESOURCES, DEFAULT_OCCUPY_TIMEOUT, EngineStats, Floodgate, FloodgateBuilder,
-    MACHINE_ROOT, MAX_ORIGIN_LEN, OVER_CAP_ORIGIN, OVER_CAP_RESOURCE, ResourceHandle,
-    TOTAL_INBOUND_TRAFFIC,
+    ConfigError, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_ORIGINS, DEFAULT_MAX_RESOURCES,
+    DEFAULT_OCCUPY_TIMEOUT,
 };
 pub use entry::{Entry, EntryBuilder, OwnedEntry};
 pub use entry_type::{EntryType, ResourceType};
+pub use floodgate::{EngineStats, Floodgate, FloodgateBuilder, ResourceHandle};
 pub use flow::{
     ClusterFlowConfig, ControlBehavior, FlowGrade, FlowRule, FlowSlot, FlowStatus, FlowStrategy,
 };
@@ -145,6 +149,10 @@ pub use node::{CallTree, MetricLine, NodeSnapshot, NodeView, TreeNodeKind};
 pub use param::{ParamKey, ParamValue};
 pub use param_flow::{
     ParamFlowClusterConfig, ParamFlowItem, ParamFlowRule, ParamFlowSlot, ParamFlowStatus,
+};
+pub use registry::{
+    DEFAULT_CONTEXT_NAME, MACHINE_ROOT, MAX_ORIGIN_LEN, OVER_CAP_ORIGIN, OVER_CAP_RESOURCE,
+    TOTAL_INBOUND_TRAFFIC,
 };
 pub use resource_key::ResourceKey;
 pub use rules::{RuleError, RuleLoad, RuleType, RuleWarning, UnknownRuleType};

@@ -10,8 +10,8 @@
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use crate::engine::Floodgate;
 use crate::entry::{EntryBuilder, Target};
+use crate::floodgate::Floodgate;
 
 /// A resource resolved once (see [`Floodgate::resource_key`]).
 #[derive(Debug, Clone)]
@@ -78,7 +78,7 @@ impl Floodgate {
     #[inline]
     pub fn entry_for<'a>(&'a self, key: &'a ResourceKey) -> EntryBuilder<'a> {
         let resolved = match key.id {
-            Some(id) if key.engine == self.inner.id => self.inner.resource_by_id(id),
+            Some(id) if key.engine == self.inner.id => self.inner.registry.resource_by_id(id),
             _ => None,
         };
         let target = match resolved {

@@ -15,8 +15,8 @@ use regex::Regex;
 
 use super::listing::Listing;
 use super::rule::{AuthorityRule, AuthorityStrategy};
-use crate::engine::Resource;
 use crate::keyed_hash::{KeyedMap, keyed_map};
+use crate::registry::Resource;
 use crate::rules::{
     Published, ResourceTable, RuleError, applicable, check_regex_count, check_rules_per_resource,
     compile_patterns, no_errors, push_matching,

@@ -5,15 +5,31 @@
 //! lists, a black list refuses them. A refusal is a [`BlockKind::Authority`] block carrying the
 //! [`AuthorityRule`](super::AuthorityRule).
 
+use std::fmt;
 use std::sync::Arc;
 
+use super::manager::AuthorityRules;
 use crate::block::{BlockError, BlockKind, BlockRule};
 use crate::rules::RuleType;
-use crate::slot::{Hooks, Slot, SlotContext, order};
+use crate::slot::{Hooks, Slot, SlotContext};
 
 /// Sentinel's `AuthoritySlot`.
-#[derive(Debug, Default)]
-pub struct AuthoritySlot;
+pub struct AuthoritySlot {
+    rules: Arc<AuthorityRules>,
+}
+
+impl fmt::Debug for AuthoritySlot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuthoritySlot").finish_non_exhaustive()
+    }
+}
+
+impl AuthoritySlot {
+    /// The slot enforcing `rules` (an engine's own).
+    pub(crate) fn new(rules: Arc<AuthorityRules>) -> Self {
+        AuthoritySlot { rules }
+    }
+}
 
 impl Slot for AuthoritySlot {
     #[inline]
@@ -21,10 +37,10 @@ impl Slot for AuthoritySlot {
         if cx.origin.is_empty() {
             return Ok(());
         }
-        if !cx.engine.authority.in_force() {
+        if !self.rules.in_force() {
             return Ok(());
         }
-        let snapshot = cx.engine.authority.snapshot();
+        let snapshot = self.rules.snapshot();
         if snapshot.is_empty() {
             return Ok(());
         }
@@ -48,5 +64,3 @@ impl Slot for AuthoritySlot {
         Some(RuleType::Authority)
     }
 }
-
-crate::register_slot!("authority", order::AUTHORITY, || Arc::new(AuthoritySlot));

@@ -23,8 +23,8 @@ use std::sync::{Arc, Mutex};
 use super::breaker::Breaker;
 use super::observer::{BreakerStatus, Observers};
 use super::rule::DegradeRule;
-use crate::engine::Resource;
 use crate::keyed_hash::{KeyedMap, keyed_map};
+use crate::registry::Resource;
 use crate::rules::{
     Pairing, Published, ResourceTable, RuleError, RuleHasher, RuleIndex, all_or_errors, carry_over,
     check_regex_count, check_rules_per_resource, compile_patterns,

@@ -13,29 +13,52 @@
 //! 4. **exit**: the probe's completion decides its breaker; every other breaker of the resource counts
 //!    the call (its RT and whether it traced an error; the batch count is ignored, as in Sentinel).
 
+use std::fmt;
 use std::sync::Arc;
 
 use super::breaker::{Admission, Breaker, ProbeToken};
-use super::manager::Resolved;
+use super::manager::{DegradeRules, Resolved};
 use crate::block::{BlockError, BlockKind, BlockRule};
 use crate::rules::RuleType;
-use crate::slot::{Attachment, ExitContext, Slot, SlotContext, order};
+use crate::slot::{Attachment, ExitContext, Slot, SlotContext};
 
 /// Sentinel's `DegradeSlot`: the breakers of the resource's own degrade rules.
-#[derive(Debug, Default)]
-pub struct DegradeSlot;
+pub struct DegradeSlot {
+    rules: Arc<DegradeRules>,
+}
+
+impl fmt::Debug for DegradeSlot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DegradeSlot").finish_non_exhaustive()
+    }
+}
+
+impl DegradeSlot {
+    /// The slot enforcing `rules` (an engine's own).
+    pub(crate) fn new(rules: Arc<DegradeRules>) -> Self {
+        DegradeSlot { rules }
+    }
+}
 
 /// Sentinel's `DefaultCircuitBreakerSlot`: the breakers of the default rules (resource `"*"`), for
 /// resources without degrade rules of their own.
-#[derive(Debug, Default)]
-pub struct DefaultCircuitBreakerSlot;
+pub struct DefaultCircuitBreakerSlot {
+    rules: Arc<DegradeRules>,
+}
 
-crate::register_slot!("degrade", order::DEGRADE, || Arc::new(DegradeSlot));
-crate::register_slot!(
-    "default_circuit_breaker",
-    order::DEFAULT_CIRCUIT_BREAKER,
-    || Arc::new(DefaultCircuitBreakerSlot)
-);
+impl fmt::Debug for DefaultCircuitBreakerSlot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DefaultCircuitBreakerSlot")
+            .finish_non_exhaustive()
+    }
+}
+
+impl DefaultCircuitBreakerSlot {
+    /// The slot enforcing `rules` (an engine's own).
+    pub(crate) fn new(rules: Arc<DegradeRules>) -> Self {
+        DefaultCircuitBreakerSlot { rules }
+    }
+}
 
 /// Which slot: the resource's own rules, or the default rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,7 +85,7 @@ impl Which {
 impl Slot for DegradeSlot {
     #[inline]
     fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
-        entry(cx, Which::Own)
+        entry(&self.rules, cx, Which::Own)
     }
 
     fn on_pass(&self, cx: &mut SlotContext<'_>) {
@@ -75,7 +98,7 @@ impl Slot for DegradeSlot {
 
     #[inline]
     fn exit(&self, cx: &mut ExitContext<'_>) {
-        exit(cx, Which::Own);
+        exit(&self.rules, cx, Which::Own);
     }
 
     fn rule_type(&self) -> Option<RuleType> {
@@ -86,7 +109,7 @@ impl Slot for DegradeSlot {
 impl Slot for DefaultCircuitBreakerSlot {
     #[inline]
     fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
-        entry(cx, Which::Default)
+        entry(&self.rules, cx, Which::Default)
     }
 
     fn on_pass(&self, cx: &mut SlotContext<'_>) {
@@ -99,7 +122,7 @@ impl Slot for DefaultCircuitBreakerSlot {
 
     #[inline]
     fn exit(&self, cx: &mut ExitContext<'_>) {
-        exit(cx, Which::Default);
+        exit(&self.rules, cx, Which::Default);
     }
 
     fn rule_type(&self) -> Option<RuleType> {
@@ -108,11 +131,11 @@ impl Slot for DefaultCircuitBreakerSlot {
 }
 
 #[inline]
-fn entry(cx: &mut SlotContext<'_>, which: Which) -> Result<(), BlockError> {
-    if !cx.engine.degrade.in_force_for(which == Which::Default) {
+fn entry(rules: &DegradeRules, cx: &mut SlotContext<'_>, which: Which) -> Result<(), BlockError> {
+    if !rules.in_force_for(which == Which::Default) {
         return Ok(());
     }
-    let snapshot = cx.engine.degrade.snapshot();
+    let snapshot = rules.snapshot();
     if snapshot.is_empty() {
         return Ok(());
     }
@@ -156,7 +179,7 @@ fn release(cx: &mut SlotContext<'_>, which: Which) {
 }
 
 #[inline]
-fn exit(cx: &mut ExitContext<'_>, which: Which) {
+fn exit(rules: &DegradeRules, cx: &mut ExitContext<'_>, which: Which) {
     let (rt, error, now) = (cx.rt_ms, cx.error, cx.now_ms);
     let mut probes = false;
     for attachment in cx.attachments {
@@ -165,10 +188,10 @@ fn exit(cx: &mut ExitContext<'_>, which: Which) {
             probes = true;
         }
     }
-    if !cx.engine.degrade.in_force_for(which == Which::Default) {
+    if !rules.in_force_for(which == Which::Default) {
         return;
     }
-    let snapshot = cx.engine.degrade.snapshot();
+    let snapshot = rules.snapshot();
     if snapshot.is_empty() {
         return;
     }

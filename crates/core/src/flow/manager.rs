@@ -17,8 +17,8 @@ use super::rule::{ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
 use super::{
     RejectController, ThrottlingController, WarmUpController, WarmUpRateLimiterController,
 };
-use crate::engine::Resource;
 use crate::keyed_hash::KeyedMap;
+use crate::registry::Resource;
 use crate::rules::{
     Pairing, Published, ResourceTable, RuleError, RuleHasher, RuleIndex, all_or_errors, carry_over,
     check_regex_count, check_rules_per_resource, compile_patterns,

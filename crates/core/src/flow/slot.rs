@@ -16,9 +16,11 @@
 //! is `refResource`. Then the rule's controller decides. A cluster rule is checked locally when it falls
 //! back to local on failure, and passes otherwise (no token server is configured).
 
+use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::FlowRules;
 use super::decision::Decision;
 use super::limit_app::LimitApp;
 use super::manager::{Controller, FlowRuleState, ResourceRules};
@@ -26,24 +28,43 @@ use super::rule::{FlowGrade, FlowStrategy};
 use crate::block::{BlockError, BlockKind, BlockRule};
 use crate::node::StatisticNode;
 use crate::rules::RuleType;
-use crate::slot::{Hooks, Slot, SlotContext, order};
+use crate::slot::{Hooks, Slot, SlotContext};
 
 /// Sentinel's `FlowSlot`.
-#[derive(Debug, Default)]
-pub struct FlowSlot;
+pub struct FlowSlot {
+    rules: Arc<FlowRules>,
+    /// How long a prioritized entry may wait for capacity borrowed from the next window, ms.
+    occupy_timeout_ms: u64,
+}
+
+impl fmt::Debug for FlowSlot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FlowSlot").finish_non_exhaustive()
+    }
+}
+
+impl FlowSlot {
+    /// The slot enforcing `rules` (an engine's own).
+    pub(crate) fn new(rules: Arc<FlowRules>, occupy_timeout_ms: u64) -> Self {
+        FlowSlot {
+            rules,
+            occupy_timeout_ms,
+        }
+    }
+}
 
 impl Slot for FlowSlot {
     #[inline]
     fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
-        if !cx.engine.flow.in_force() {
+        if !self.rules.in_force() {
             return Ok(());
         }
-        let snapshot = cx.engine.flow.snapshot();
+        let snapshot = self.rules.snapshot();
         let Some(rules) = snapshot.rules_of(cx.resource) else {
             return Ok(());
         };
         for state in rules.rules.iter() {
-            check(cx, state, rules)?;
+            check(cx, state, rules, self.occupy_timeout_ms)?;
         }
         Ok(())
     }
@@ -57,8 +78,6 @@ impl Slot for FlowSlot {
     }
 }
 
-crate::register_slot!("flow", order::FLOW, || Arc::new(FlowSlot));
-
 #[cold]
 #[inline(never)]
 fn block(cx: &SlotContext<'_>, state: &FlowRuleState) -> BlockError {
@@ -71,13 +90,14 @@ fn check(
     cx: &mut SlotContext<'_>,
     state: &FlowRuleState,
     all: &ResourceRules,
+    occupy_timeout_ms: u64,
 ) -> Result<(), BlockError> {
     if !state.checked_locally {
         return Ok(());
     }
     // The reject controller's pass, the common case, is checked inline; everything else out of line.
     let Controller::Reject(c) = &state.controller else {
-        return shape(cx, state, all);
+        return shape(cx, state, all, occupy_timeout_ms);
     };
     let node = if state.reads_cluster_node {
         &cx.resource.cluster.stats
@@ -94,7 +114,7 @@ fn check(
     if c.can_pass(used, cx.count) {
         return Ok(());
     }
-    shape(cx, state, all)
+    shape(cx, state, all, occupy_timeout_ms)
 }
 
 /// Every decision but an immediate reject-controller pass: a rejection (or a prioritized borrow), and
@@ -104,6 +124,7 @@ fn shape(
     cx: &mut SlotContext<'_>,
     state: &FlowRuleState,
     all: &ResourceRules,
+    occupy_timeout_ms: u64,
 ) -> Result<(), BlockError> {
     let Some(node) = select_node(cx, state, all) else {
         return Ok(());
@@ -113,7 +134,7 @@ fn shape(
     let decision = match &state.controller {
         Controller::Reject(_) => {
             if cx.prioritized && rule.grade == FlowGrade::Qps {
-                let timeout = cx.engine.config.occupy_timeout_ms;
+                let timeout = occupy_timeout_ms;
                 let wait = node.try_occupy_next(now, acquire, rule.count, timeout);
                 if wait < timeout {
                     // Committed when the whole chain admits the entry (the statistic slot); a second
@@ -186,13 +207,13 @@ fn select_node<'a>(
 }
 
 fn origin_node<'a>(cx: &SlotContext<'a>) -> Option<&'a StatisticNode> {
-    cx.engine.origin_node(cx.origin_node_id?)
+    cx.engine.registry.origin_node(cx.origin_node_id?)
 }
 
 fn reference_node<'a>(cx: &SlotContext<'a>, state: &FlowRuleState) -> Option<&'a StatisticNode> {
     let reference = state.rule.ref_resource.as_deref()?;
     match state.rule.strategy {
-        FlowStrategy::Relate => cx.engine.existing_cluster_stats(reference),
+        FlowStrategy::Relate => cx.engine.registry.existing_cluster_stats(reference),
         FlowStrategy::Chain => {
             if cx.context_name() != reference {
                 return None;

@@ -24,9 +24,9 @@ use super::concurrency;
 use super::rate_limiter::RateLimiter;
 use super::rule::ParamFlowRule;
 use super::token_bucket::TokenBucket;
-use crate::engine::Resource;
 use crate::flow::{ControlBehavior, FlowGrade};
 use crate::param::{ParamValue, StoredValue};
+use crate::registry::Resource;
 use crate::rules::{
     Pairing, ResourceTable, RuleError, RuleHasher, RuleIndex, all_or_errors, carry_over,
     check_regex_count, check_rules_per_resource, compile_patterns, first_of_each,
@@ -553,7 +553,7 @@ mod tests {
         fg.load_param_flow_rules([rule(2.0)]).unwrap();
         drop(fg.entry("R").enter());
         let resource = fg.inner.resource("R").unwrap();
-        let old = fg.inner.param_flow.snapshot();
+        let old = fg.inner.rules.param_flow.snapshot();
         let old_state = Arc::clone(&old.rules_of(resource).unwrap()[0]);
         fg.load_param_flow_rules([rule(5.0)]).unwrap();
         let v = ParamValue::from("v");

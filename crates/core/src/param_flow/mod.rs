@@ -13,4 +13,3 @@ pub(crate) use manager::ParamFlowRules;
 pub use manager::ParamFlowStatus;
 pub use rule::{ParamFlowClusterConfig, ParamFlowItem, ParamFlowRule};
 pub use slot::ParamFlowSlot;
-pub(crate) use slot::release_counted;

@@ -18,21 +18,36 @@
 //! state carried over by a reload keeps its counts; a rule added meanwhile never counted this call).
 //! Times would not do: a reload in the same millisecond as an admission is indistinguishable by time.
 
+use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use rustc_hash::FxHashMap;
 
-use super::manager::{ParamRuleState, Rules, Verdict};
+use super::manager::{ParamFlowRules, ParamRuleState, Rules, Verdict};
 use crate::block::{BlockError, BlockKind, BlockRule};
-use crate::engine::{Inner, Resource};
 use crate::param::{ParamValue, ValueKind};
+use crate::registry::Resource;
 use crate::rules::RuleType;
-use crate::slot::{ExitContext, Hooks, Slot, SlotContext, order};
+use crate::slot::{ExitContext, Hooks, Slot, SlotContext};
 
 /// Sentinel's `ParamFlowSlot`.
-#[derive(Debug, Default)]
-pub struct ParamFlowSlot;
+pub struct ParamFlowSlot {
+    rules: Arc<ParamFlowRules>,
+}
+
+impl fmt::Debug for ParamFlowSlot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ParamFlowSlot").finish_non_exhaustive()
+    }
+}
+
+impl ParamFlowSlot {
+    /// The slot enforcing `rules` (an engine's own).
+    pub(crate) fn new(rules: Arc<ParamFlowRules>) -> Self {
+        ParamFlowSlot { rules }
+    }
+}
 
 /// The argument a rule looks at in a call with `args`.
 #[inline]
@@ -158,8 +173,8 @@ fn release(rules: &Rules, scope: u32, args: &[ParamValue<'_>], generation: u64) 
 }
 
 /// Releases what [`ParamFlowSlot::entry`] counted for `resource` under `generation` (0: nothing).
-pub(crate) fn release_counted(
-    engine: &Inner,
+fn release_counted(
+    rules: &ParamFlowRules,
     resource: &Resource,
     args: &[ParamValue<'_>],
     generation: u64,
@@ -167,7 +182,7 @@ pub(crate) fn release_counted(
     if generation == 0 {
         return;
     }
-    let snapshot = engine.param_flow.snapshot();
+    let snapshot = rules.snapshot();
     if let Some(rules) = snapshot.rules_of(resource) {
         release(rules, resource.id, args, generation);
     }
@@ -177,10 +192,10 @@ impl Slot for ParamFlowSlot {
     #[inline]
     fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
         let args = cx.args;
-        if args.is_empty() || !cx.engine.param_flow.any() {
+        if args.is_empty() || !self.rules.any() {
             return Ok(());
         }
-        let snapshot = cx.engine.param_flow.snapshot();
+        let snapshot = self.rules.snapshot();
         let Some(rules) = snapshot.rules_of(cx.resource) else {
             return Ok(());
         };
@@ -222,7 +237,7 @@ impl Slot for ParamFlowSlot {
     }
 
     fn on_block(&self, cx: &mut SlotContext<'_>, _block: &BlockError) {
-        release_counted(cx.engine, cx.resource, cx.args, cx.param_generation);
+        release_counted(&self.rules, cx.resource, cx.args, cx.param_generation);
         // Released: nothing is counted any more.
         cx.param_generation = 0;
     }
@@ -232,8 +247,15 @@ impl Slot for ParamFlowSlot {
         Some(RuleType::ParamFlow)
     }
 
+    fn on_abandon(&self, cx: &mut SlotContext<'_>) {
+        // A custom entry hook after this one panicked: the values counted in flight (THREAD rules) are
+        // released, or they would stay counted for good.
+        release_counted(&self.rules, cx.resource, cx.args, cx.param_generation);
+        cx.param_generation = 0;
+    }
+
     fn exit(&self, cx: &mut ExitContext<'_>) {
-        release_counted(cx.engine, cx.resource, cx.args, cx.param_generation);
+        release_counted(&self.rules, cx.resource, cx.args, cx.param_generation);
     }
 
     fn hooks(&self) -> Hooks {
@@ -245,8 +267,6 @@ impl Slot for ParamFlowSlot {
         }
     }
 }
-
-crate::register_slot!("param_flow", order::PARAM_FLOW, || Arc::new(ParamFlowSlot));
 
 #[cfg(test)]
 mod tests {
@@ -277,7 +297,7 @@ mod tests {
             .unwrap();
         drop(fg.entry("r").enter());
         let resource = fg.inner.resource("r").unwrap();
-        let snapshot = fg.inner.param_flow.snapshot();
+        let snapshot = fg.inner.rules.param_flow.snapshot();
         let state = &snapshot.rules_of(resource).unwrap()[0];
         let hash = |v: ParamValue<'_>| state.value_hash(resource.id, &v).unwrap();
         // A number's hash is `mix(salt ^ bits)`: the float whose bits are `i ^ int salt ^ float salt`

@@ -3,8 +3,8 @@
 //! of one resource.
 
 use super::RuleError;
-use crate::engine::MAX_ORIGIN_LEN;
 use crate::keyed_hash::{KeyedMap, keyed_map};
+use crate::registry::MAX_ORIGIN_LEN;
 
 /// The most rules of one type a list may give one resource (or one pattern). An entry checks every
 /// rule of its resource, each with its own state, so the check cannot be made sublinear cheaply, and

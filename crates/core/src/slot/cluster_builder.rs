@@ -1,9 +1,7 @@
 //! ClusterBuilderSlot (−9000): the resource's cluster node is built with the resource; this slot records
 //! the resource type and attaches the caller's origin node.
 
-use std::sync::Arc;
-
-use super::{Hooks, Slot, SlotContext, order};
+use super::{Hooks, Slot, SlotContext};
 use crate::block::BlockError;
 
 /// Sentinel's `ClusterBuilderSlot`.
@@ -14,7 +12,7 @@ impl Slot for ClusterBuilderSlot {
     #[inline]
     fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
         cx.resource.set_resource_type(cx.resource_type);
-        cx.origin_node_id = cx.engine.origin_node_id(cx.resource, cx.origin);
+        cx.origin_node_id = cx.engine.registry.origin_node_id(cx.resource, cx.origin);
         Ok(())
     }
 
@@ -22,7 +20,3 @@ impl Slot for ClusterBuilderSlot {
         Hooks::ENTRY
     }
 }
-
-crate::register_slot!("cluster_builder", order::CLUSTER_BUILDER, || Arc::new(
-    ClusterBuilderSlot
-));

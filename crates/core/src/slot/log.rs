@@ -38,7 +38,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use foldhash::fast::SeedableRandomState;
 use rustc_hash::FxHashMap;
 
-use super::{Hooks, Slot, SlotContext, order};
+use super::{Hooks, Slot, SlotContext};
 use crate::arena::Arena;
 use crate::block::{BlockError, BlockKind};
 use crate::clock::Clock;
@@ -506,8 +506,6 @@ impl Slot for LogSlot {
         }
     }
 }
-
-crate::register_slot!("log", order::LOG, || Arc::new(LogSlot));
 
 #[cfg(test)]
 mod tests {

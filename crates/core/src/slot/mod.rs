@@ -15,9 +15,8 @@
 //! −10000, ClusterBuilder −9000, Log −8000, Statistic −7000, Authority −6000, System −5000, ParamFlow
 //! −3000, Flow −2000, DefaultCircuitBreaker −1500, Degrade −1000.
 
-mod builtin;
-mod chain;
 mod cluster_builder;
+mod core;
 mod log;
 mod node_selector;
 mod statistic;
@@ -27,18 +26,18 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub(crate) use chain::{ChainEdit, SlotChain};
 pub use cluster_builder::ClusterBuilderSlot;
+pub(crate) use core::EngineCore;
 pub(crate) use log::BlockLog;
 pub use log::{LogSlot, utc_datetime};
 pub use node_selector::NodeSelectorSlot;
 pub use statistic::StatisticSlot;
 
 use crate::block::{BlockError, BlockKind};
-use crate::engine::{ContextData, Inner, Parent, Resource};
 use crate::entry_type::{EntryType, ResourceType};
 use crate::node::{DefaultNode, NodeView, StatisticNode};
 use crate::param::ParamValue;
+use crate::registry::{ContextData, Parent, Resource};
 use crate::rules::RuleType;
 use crate::stat::Cursor;
 
@@ -119,6 +118,13 @@ pub trait Slot: Send + Sync + fmt::Debug + 'static {
         let _ = cx;
     }
 
+    /// A later slot's entry hook panicked: the entry is abandoned (it is neither admitted nor blocked,
+    /// and never exits). Called, before the panic goes on, on every slot whose entry hook ran (the one
+    /// that panicked included), to release what [`entry`](Self::entry) took.
+    fn on_abandon(&self, cx: &mut SlotContext<'_>) {
+        let _ = cx;
+    }
+
     /// Whether this slot has a rule for `resource`: such a resource is always checked, even past the
     /// resource cap.
     fn has_rules(&self, resource: &str) -> bool {
@@ -166,7 +172,7 @@ macro_rules! register_slot {
 /// What a slot sees of an entry being admitted.
 #[derive(Debug)]
 pub struct SlotContext<'a> {
-    pub(crate) engine: &'a Inner,
+    pub(crate) engine: &'a EngineCore,
     pub(crate) resource: &'a Resource,
     pub(crate) context: &'a ContextData,
     pub(crate) parent: Parent,
@@ -265,7 +271,7 @@ impl SlotContext<'_> {
     /// The statistics of this resource's calls from this origin.
     pub fn origin_node(&self) -> Option<NodeView<'_>> {
         Some(NodeView {
-            node: self.engine.origin_node(self.origin_node_id?)?,
+            node: self.engine.registry.origin_node(self.origin_node_id?)?,
             clock: &*self.engine.clock,
         })
     }
@@ -293,7 +299,7 @@ impl SlotContext<'_> {
 /// What a slot sees of an admitted entry that ends.
 #[derive(Debug)]
 pub struct ExitContext<'a> {
-    pub(crate) engine: &'a Inner,
+    pub(crate) engine: &'a EngineCore,
     pub(crate) resource: &'a Resource,
     pub(crate) context: &'a ContextData,
     pub(crate) node_id: Option<u32>,

@@ -1,9 +1,7 @@
 //! NodeSelectorSlot (−10000): picks the resource's node in the current context and links it into the
 //! call tree under the current entry (or the context's entrance).
 
-use std::sync::Arc;
-
-use super::{Hooks, Slot, SlotContext, order};
+use super::{Hooks, Slot, SlotContext};
 use crate::block::BlockError;
 
 /// Sentinel's `NodeSelectorSlot`.
@@ -14,9 +12,9 @@ impl Slot for NodeSelectorSlot {
     #[inline]
     fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
         let engine = cx.engine;
-        if let Some(id) = engine.node_in_context(cx.resource, cx.context.id) {
-            if let Some(node) = engine.default_node(id) {
-                engine.attach(cx.context, cx.parent, id, node);
+        if let Some(id) = engine.registry.node_in_context(cx.resource, cx.context.id) {
+            if let Some(node) = engine.registry.default_node(id) {
+                engine.registry.attach(cx.context, cx.parent, id, node);
                 cx.default_node = Some(node);
             }
             cx.node_id = Some(id);
@@ -28,7 +26,3 @@ impl Slot for NodeSelectorSlot {
         Hooks::ENTRY
     }
 }
-
-crate::register_slot!("node_selector", order::NODE_SELECTOR, || Arc::new(
-    NodeSelectorSlot
-));

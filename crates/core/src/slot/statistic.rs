@@ -7,11 +7,8 @@
 //! ahead). On block: `count` blocks on the same nodes. On exit: RT and `count` successes, `count`
 //! exceptions if an error was traced, and concurrency −1.
 
-use std::sync::Arc;
-
-use super::{ExitContext, Hooks, Slot, SlotContext, order};
+use super::{EngineCore, ExitContext, Hooks, Slot, SlotContext};
 use crate::block::BlockError;
-use crate::engine::Inner;
 use crate::entry_type::EntryType;
 use crate::node::StatisticNode;
 
@@ -21,7 +18,7 @@ pub struct StatisticSlot;
 
 #[inline]
 fn nodes<'a>(
-    engine: &'a Inner,
+    engine: &'a EngineCore,
     cluster: &'a StatisticNode,
     node: Option<&'a StatisticNode>,
     origin: Option<u32>,
@@ -30,8 +27,8 @@ fn nodes<'a>(
     [
         Some(cluster),
         node,
-        origin.and_then(|id| engine.origin_node(id)),
-        (entry_type == EntryType::In).then_some(&engine.inbound.stats),
+        origin.and_then(|id| engine.registry.origin_node(id)),
+        (entry_type == EntryType::In).then_some(&engine.registry.inbound.stats),
     ]
 }
 
@@ -101,7 +98,7 @@ impl Slot for StatisticSlot {
     fn exit(&self, cx: &mut ExitContext<'_>) {
         let node = if cx.node_counted {
             cx.node_id
-                .and_then(|id| cx.engine.default_node(id))
+                .and_then(|id| cx.engine.registry.default_node(id))
                 .and_then(|n| n.counting())
         } else {
             None
@@ -134,5 +131,3 @@ impl Slot for StatisticSlot {
         }
     }
 }
-
-crate::register_slot!("statistic", order::STATISTIC, || Arc::new(StatisticSlot));

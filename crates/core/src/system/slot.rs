@@ -20,35 +20,50 @@
 //! system status reports it as unavailable. A block is a [`BlockKind::System`] block carrying a
 //! [`SystemLimit`](super::SystemLimit) that names the dimension.
 
+use std::fmt;
 use std::sync::Arc;
 
 use super::limit::SystemLimitType;
-use super::manager::SystemSnapshot;
+use super::manager::{SystemRules, SystemSnapshot};
 use crate::block::{BlockError, BlockKind, BlockRule};
 use crate::entry_type::EntryType;
 use crate::rules::RuleType;
-use crate::slot::{Hooks, Slot, SlotContext, order};
+use crate::slot::{Hooks, Slot, SlotContext};
 
 /// Sentinel's `SystemSlot`.
-#[derive(Debug, Default)]
-pub struct SystemSlot;
+pub struct SystemSlot {
+    rules: Arc<SystemRules>,
+}
+
+impl fmt::Debug for SystemSlot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SystemSlot").finish_non_exhaustive()
+    }
+}
+
+impl SystemSlot {
+    /// The slot enforcing `rules` (an engine's own).
+    pub(crate) fn new(rules: Arc<SystemRules>) -> Self {
+        SystemSlot { rules }
+    }
+}
 
 impl Slot for SystemSlot {
     #[inline]
     fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
-        let system = &cx.engine.system;
+        let system = &*self.rules;
         if !system.in_force() {
             return Ok(());
         }
         if cx.entry_type != EntryType::In {
-            system.note_outbound(&cx.engine.inbound.stats);
+            system.note_outbound(&cx.engine.registry.inbound.stats);
             return Ok(());
         }
         let snapshot = system.snapshot();
         if !snapshot.is_active() {
             return Ok(());
         }
-        match check(cx, &snapshot) {
+        match check(cx, system, &snapshot) {
             Ok(()) => Ok(()),
             Err(limit_type) => Err(cx
                 .block(BlockKind::System)
@@ -65,8 +80,6 @@ impl Slot for SystemSlot {
     }
 }
 
-crate::register_slot!("system", order::SYSTEM, || Arc::new(SystemSlot));
-
 /// Whether the BBR condition admits: with `threads` in flight, at most what the best bucket's completion
 /// rate times the minimum RT says the process can hold (or a single request).
 #[inline]
@@ -75,9 +88,13 @@ pub(crate) fn bbr_admits(threads: u64, max_success_qps: f64, min_rt: f64) -> boo
 }
 
 #[inline]
-fn check(cx: &SlotContext<'_>, snapshot: &SystemSnapshot) -> Result<(), SystemLimitType> {
+fn check(
+    cx: &SlotContext<'_>,
+    system: &SystemRules,
+    snapshot: &SystemSnapshot,
+) -> Result<(), SystemLimitType> {
     let t = &snapshot.thresholds;
-    let node = &cx.engine.inbound.stats;
+    let node = &cx.engine.registry.inbound.stats;
     let now = cx.now_ms;
     if let Some(qps) = t.qps {
         if node.pass_qps(now) + f64::from(cx.count) > qps {
@@ -96,7 +113,7 @@ fn check(cx: &SlotContext<'_>, snapshot: &SystemSnapshot) -> Result<(), SystemLi
         }
     }
     if let Some(highest) = t.highest_system_load {
-        let probe = &cx.engine.system.probe;
+        let probe = &system.probe;
         if probe.load_average().is_some_and(|load| load > highest)
             && !bbr_admits(threads, node.max_success_qps(now), node.min_rt(now))
         {
@@ -104,13 +121,7 @@ fn check(cx: &SlotContext<'_>, snapshot: &SystemSnapshot) -> Result<(), SystemLi
         }
     }
     if let Some(highest) = t.highest_cpu_usage {
-        if cx
-            .engine
-            .system
-            .probe
-            .cpu_usage()
-            .is_some_and(|cpu| cpu > highest)
-        {
+        if system.probe.cpu_usage().is_some_and(|cpu| cpu > highest) {
             return Err(SystemLimitType::Cpu);
         }
     }

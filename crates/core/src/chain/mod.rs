@@ -1,13 +1,19 @@
-//! Building and running the chain.
+//! The slot chain of an engine: the built-in slots (`builtin.rs`), the slots other crates registered
+//! and the builder's edits, sorted by order; run as straight-line code when the slots are exactly the
+//! built-in ones, else through the slot list.
+
+mod builtin;
 
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 
-use super::builtin;
-use super::{ExitContext, Hooks, Slot, SlotContext, SlotRegistration};
+pub(crate) use builtin::Parts;
+
 use crate::block::BlockError;
-use crate::engine::Inner;
+use crate::rule_sets::RuleSets;
 use crate::rules::RuleType;
+use crate::slot::{ExitContext, Hooks, Slot, SlotContext, SlotRegistration};
+use builtin::Builtin;
 
 /// A change a builder makes to the registered slots.
 #[derive(Debug)]
@@ -40,14 +46,13 @@ struct ChainSlot {
 impl ChainSlot {
     /// Whether the slot has work: it enforces no engine rule kind, or one of that kind is in force.
     #[inline]
-    fn active(&self, engine: &Inner) -> bool {
-        self.rule_type.is_none_or(|t| engine.rules_in_force(t))
+    fn active(&self, rules: &RuleSets) -> bool {
+        self.rule_type.is_none_or(|t| rules.in_force(t))
     }
 }
 
 /// The slots of an engine, sorted by order. Built once per engine; every resource runs it. Each hook
 /// has its own list of the slots that implement it, so a call never visits a slot with nothing to do.
-#[derive(Debug)]
 pub(crate) struct SlotChain {
     slots: Box<[ChainSlot]>,
     entries: Box<[ChainSlot]>,
@@ -56,17 +61,32 @@ pub(crate) struct SlotChain {
     blocks: Box<[ChainSlot]>,
     exits: Box<[ChainSlot]>,
     /// The slots are exactly the built-in ones: they run as static calls.
-    builtin: bool,
+    builtin: Option<Builtin>,
+    /// The engine's rules, for the in-force flags of the slots that enforce a rule kind.
+    rules: RuleSets,
+}
+
+impl std::fmt::Debug for SlotChain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SlotChain")
+            .field("slots", &self.slots)
+            .field("builtin", &self.builtin.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl SlotChain {
-    pub(crate) fn build(edits: Vec<ChainEdit>) -> Self {
+    pub(crate) fn build(edits: Vec<ChainEdit>, parts: &Parts<'_>) -> Self {
         let edited = !edits.is_empty();
-        let mut slots: Vec<(&'static str, i32, Arc<dyn Slot>)> =
-            inventory::iter::<SlotRegistration>
-                .into_iter()
-                .map(|r| (r.name, r.order, (r.build)()))
-                .collect();
+        let mut slots: Vec<(&'static str, i32, Arc<dyn Slot>)> = builtin::SLOTS
+            .iter()
+            .map(|s| (s.name, s.order, (s.build)(parts)))
+            .chain(
+                inventory::iter::<SlotRegistration>
+                    .into_iter()
+                    .map(|r| (r.name, r.order, (r.build)())),
+            )
+            .collect();
         for edit in edits {
             match edit {
                 ChainEdit::Add { name, order, slot } => {
@@ -102,7 +122,8 @@ impl SlotChain {
         passes.reverse();
         let blocks = with(|h| h.block);
         let exits = with(|h| h.exit);
-        let builtin = !edited && builtin::is_builtin(slots.iter().map(|s| (s.name, s.order)));
+        let builtin = (!edited && builtin::is_builtin(slots.iter().map(|s| (s.name, s.order))))
+            .then(|| Builtin::new(parts));
         SlotChain {
             slots,
             entries,
@@ -110,14 +131,15 @@ impl SlotChain {
             blocks,
             exits,
             builtin,
+            rules: parts.rules.clone(),
         }
     }
 
     /// Runs the entry hooks, then the pass or block hooks.
     #[inline]
     pub(crate) fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
-        if self.builtin {
-            return builtin::entry(self, cx);
+        if let Some(builtin) = &self.builtin {
+            return builtin.entry(self, cx);
         }
         self.entry_dynamic(cx)
     }
@@ -126,15 +148,18 @@ impl SlotChain {
     /// built-in chain's path stays small.
     #[inline(never)]
     fn entry_dynamic(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
-        let engine = cx.engine;
-        // A custom entry hook may panic after the hot-parameter slot counted the call's values in
-        // flight (THREAD rules): they are released before the panic goes on (they leaked). A breaker's
-        // probe reservation, attached, is released when the context drops.
+        let rules = &self.rules;
+        // A custom entry hook may panic after an earlier slot took something for the entry (the
+        // hot-parameter slot's values counted in flight): the slots whose entry hooks ran are told the
+        // entry is abandoned before the panic goes on. A breaker's probe reservation, attached, is
+        // released when the context drops.
         // Only the entry hooks: the block hooks run outside (the parameter slot's releases what it
         // counted; released again here after a block hook that panicked, another call's count went).
+        let mut ran = 0;
         let checked = panic::catch_unwind(AssertUnwindSafe(|| {
-            for s in self.entries.iter() {
-                if s.active(engine) {
+            for (i, s) in self.entries.iter().enumerate() {
+                if s.active(rules) {
+                    ran = i + 1;
                     s.slot.entry(cx).map_err(|block| (s.position, block))?;
                 }
             }
@@ -147,12 +172,9 @@ impl SlotChain {
             }
             Ok(Ok(())) => {}
             Err(payload) => {
-                crate::param_flow::release_counted(
-                    cx.engine,
-                    cx.resource,
-                    cx.args,
-                    cx.param_generation,
-                );
+                for s in &self.entries[..ran] {
+                    s.slot.on_abandon(cx);
+                }
                 panic::resume_unwind(payload);
             }
         }
@@ -162,7 +184,7 @@ impl SlotChain {
         let mut reached = 0;
         let passed = panic::catch_unwind(AssertUnwindSafe(|| {
             for (i, s) in self.passes.iter().enumerate() {
-                if s.active(engine) {
+                if s.active(rules) {
                     reached = i;
                     s.slot.on_pass(cx);
                 }
@@ -206,9 +228,9 @@ impl SlotChain {
     /// Runs the block hooks of the slots before `position` (the slot that blocked), in reverse order.
     #[cold]
     pub(super) fn unwind(&self, cx: &mut SlotContext<'_>, position: usize, block: &BlockError) {
-        let engine = cx.engine;
+        let rules = &self.rules;
         for before in self.blocks.iter().rev() {
-            if before.position < position && before.active(engine) {
+            if before.position < position && before.active(rules) {
                 before.slot.on_block(cx, block);
             }
         }
@@ -217,8 +239,8 @@ impl SlotChain {
     /// Runs the exit hooks in order.
     #[inline]
     pub(crate) fn exit(&self, cx: &mut ExitContext<'_>) {
-        if self.builtin {
-            builtin::exit(cx);
+        if let Some(builtin) = &self.builtin {
+            builtin.exit(&self.rules, cx);
             return;
         }
         self.run_exits(cx, |_| true);
@@ -229,7 +251,7 @@ impl SlotChain {
     /// the first panic then goes on. Out of line, as [`entry_dynamic`](Self::entry_dynamic).
     #[inline(never)]
     fn run_exits(&self, cx: &mut ExitContext<'_>, runs: impl Fn(&ChainSlot) -> bool) {
-        let engine = cx.engine;
+        let rules = &self.rules;
         // An entry that carries attachments (a breaker's probe) reaches the degrade slots' exits even
         // once no degrade rule is in force, so that a probe admitted before the rules were removed
         // completes. Only those: another slot skipped at entry must be skipped at exit too (it ran,
@@ -238,7 +260,7 @@ impl SlotChain {
         let mut first_panic = None;
         for s in self.exits.iter() {
             let probe_exit = attached && s.rule_type == Some(RuleType::Degrade);
-            if (probe_exit || s.active(engine)) && runs(s) {
+            if (probe_exit || s.active(rules)) && runs(s) {
                 if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| s.slot.exit(cx))) {
                     first_panic.get_or_insert(payload);
                 }
@@ -249,9 +271,9 @@ impl SlotChain {
         }
     }
 
-    /// Whether any slot has a rule for `resource`.
-    pub(crate) fn has_rules(&self, resource: &str) -> bool {
-        self.slots.iter().any(|s| s.slot.has_rules(resource))
+    /// The slots, in chain order.
+    pub(crate) fn slot_list(&self) -> Box<[Arc<dyn Slot>]> {
+        self.slots.iter().map(|s| s.slot.clone()).collect()
     }
 
     pub(crate) fn describe(&self) -> Vec<(&'static str, i32)> {
@@ -262,12 +284,18 @@ impl SlotChain {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Floodgate;
     use crate::slot::NodeSelectorSlot;
 
     #[test]
     fn only_the_unedited_built_in_slots_run_as_straight_line_code() {
+        let fg = Floodgate::default();
+        let parts = Parts {
+            rules: &fg.inner.rules,
+            occupy_timeout_ms: 500,
+        };
         assert!(
-            SlotChain::build(Vec::new()).builtin,
+            SlotChain::build(Vec::new(), &parts).builtin.is_some(),
             "the core's own slots are the built-in ones"
         );
         let edits = [
@@ -283,7 +311,7 @@ mod tests {
             ChainEdit::Remove { name: "log" },
         ];
         for edit in edits {
-            assert!(!SlotChain::build(vec![edit]).builtin);
+            assert!(SlotChain::build(vec![edit], &parts).builtin.is_none());
         }
     }
 }

@@ -1,0 +1,258 @@
+//! The built-in slots: one table of their names, orders and constructors, which registers them in every
+//! engine's chain and orders the straight-line code an engine with exactly these slots runs.
+//!
+//! An engine whose slots are exactly the built-in ones (no builder edit, no slot registered by another
+//! crate) runs them as straight-line code: each rule slot behind its kind's in-force flag, the
+//! statistics inlined into the entry and the exit. It does what the generic loop over `dyn Slot` does
+//! with those slots, in the same order (Sentinel's: node selector, cluster builder, log, statistic,
+//! authority, system, hot parameters, flow, default circuit breakers, degrade), without an indirect call
+//! or a per-slot flag lookup.
+
+use std::sync::Arc;
+
+use super::SlotChain;
+use crate::authority::AuthoritySlot;
+use crate::block::BlockError;
+use crate::degrade::{DefaultCircuitBreakerSlot, DegradeSlot};
+use crate::flow::FlowSlot;
+use crate::param_flow::ParamFlowSlot;
+use crate::rule_sets::RuleSets;
+use crate::slot::{
+    ClusterBuilderSlot, ExitContext, LogSlot, NodeSelectorSlot, Slot, SlotContext, StatisticSlot,
+    order,
+};
+use crate::system::SystemSlot;
+
+/// What the built-in slots are made of: the engine's rule sets and settings.
+pub(crate) struct Parts<'a> {
+    pub(crate) rules: &'a RuleSets,
+    pub(crate) occupy_timeout_ms: u64,
+}
+
+/// A built-in slot: its name, its order, and how an engine builds it.
+pub(super) struct BuiltinSlot {
+    pub(super) name: &'static str,
+    pub(super) order: i32,
+    pub(super) build: fn(&Parts<'_>) -> Arc<dyn Slot>,
+}
+
+/// The built-in slots, in chain order.
+pub(super) const SLOTS: [BuiltinSlot; 10] = [
+    BuiltinSlot {
+        name: "node_selector",
+        order: order::NODE_SELECTOR,
+        build: |_| Arc::new(NodeSelectorSlot),
+    },
+    BuiltinSlot {
+        name: "cluster_builder",
+        order: order::CLUSTER_BUILDER,
+        build: |_| Arc::new(ClusterBuilderSlot),
+    },
+    BuiltinSlot {
+        name: "log",
+        order: order::LOG,
+        build: |_| Arc::new(LogSlot),
+    },
+    BuiltinSlot {
+        name: "statistic",
+        order: order::STATISTIC,
+        build: |_| Arc::new(StatisticSlot),
+    },
+    BuiltinSlot {
+        name: "authority",
+        order: order::AUTHORITY,
+        build: |p| Arc::new(AuthoritySlot::new(p.rules.authority.clone())),
+    },
+    BuiltinSlot {
+        name: "system",
+        order: order::SYSTEM,
+        build: |p| Arc::new(SystemSlot::new(p.rules.system.clone())),
+    },
+    BuiltinSlot {
+        name: "param_flow",
+        order: order::PARAM_FLOW,
+        build: |p| Arc::new(ParamFlowSlot::new(p.rules.param_flow.clone())),
+    },
+    BuiltinSlot {
+        name: "flow",
+        order: order::FLOW,
+        build: |p| Arc::new(FlowSlot::new(p.rules.flow.clone(), p.occupy_timeout_ms)),
+    },
+    BuiltinSlot {
+        name: "default_circuit_breaker",
+        order: order::DEFAULT_CIRCUIT_BREAKER,
+        build: |p| Arc::new(DefaultCircuitBreakerSlot::new(p.rules.degrade.clone())),
+    },
+    BuiltinSlot {
+        name: "degrade",
+        order: order::DEGRADE,
+        build: |p| Arc::new(DegradeSlot::new(p.rules.degrade.clone())),
+    },
+];
+
+/// Where the slot `name` sits in [`SLOTS`] (and so in a built-in chain).
+const fn position(name: &str) -> usize {
+    let mut i = 0;
+    while i < SLOTS.len() {
+        let (a, b) = (SLOTS[i].name.as_bytes(), name.as_bytes());
+        if a.len() == b.len() {
+            let mut j = 0;
+            while j < a.len() && a[j] == b[j] {
+                j += 1;
+            }
+            if j == a.len() {
+                return i;
+            }
+        }
+        i += 1;
+    }
+    panic!("not a built-in slot")
+}
+
+/// Where each checking slot sits, for unwinding a block through the slots before it.
+const AUTHORITY: usize = position("authority");
+const SYSTEM: usize = position("system");
+const PARAM_FLOW: usize = position("param_flow");
+const FLOW: usize = position("flow");
+const DEFAULT_CIRCUIT_BREAKER: usize = position("default_circuit_breaker");
+const DEGRADE: usize = position("degrade");
+
+// The straight-line code below runs the checks in this order: the table must agree.
+const _: () = assert!(
+    position("node_selector") < position("cluster_builder")
+        && position("cluster_builder") < position("statistic")
+        && position("statistic") < AUTHORITY
+        && AUTHORITY < SYSTEM
+        && SYSTEM < PARAM_FLOW
+        && PARAM_FLOW < FLOW
+        && FLOW < DEFAULT_CIRCUIT_BREAKER
+        && DEFAULT_CIRCUIT_BREAKER < DEGRADE
+);
+
+/// Whether `slots` (names and orders, in chain order) are exactly the built-in ones.
+pub(super) fn is_builtin<'a>(mut slots: impl ExactSizeIterator<Item = (&'a str, i32)>) -> bool {
+    slots.len() == SLOTS.len()
+        && SLOTS
+            .iter()
+            .all(|s| slots.next() == Some((s.name, s.order)))
+}
+
+/// The built-in rule slots of one engine, called statically.
+#[derive(Debug)]
+pub(super) struct Builtin {
+    authority: AuthoritySlot,
+    system: SystemSlot,
+    param_flow: ParamFlowSlot,
+    flow: FlowSlot,
+    default_circuit_breaker: DefaultCircuitBreakerSlot,
+    degrade: DegradeSlot,
+}
+
+impl Builtin {
+    pub(super) fn new(parts: &Parts<'_>) -> Self {
+        let rules = parts.rules;
+        Builtin {
+            authority: AuthoritySlot::new(rules.authority.clone()),
+            system: SystemSlot::new(rules.system.clone()),
+            param_flow: ParamFlowSlot::new(rules.param_flow.clone()),
+            flow: FlowSlot::new(rules.flow.clone(), parts.occupy_timeout_ms),
+            default_circuit_breaker: DefaultCircuitBreakerSlot::new(rules.degrade.clone()),
+            degrade: DegradeSlot::new(rules.degrade.clone()),
+        }
+    }
+
+    /// The entry hooks of the built-in chain; a block is unwound through the block hooks of the slots
+    /// before the one that blocked (`chain`'s generic unwinding) and returned as it was made, without
+    /// wrapping it.
+    #[inline]
+    pub(super) fn entry(
+        &self,
+        chain: &SlotChain,
+        cx: &mut SlotContext<'_>,
+    ) -> Result<(), BlockError> {
+        macro_rules! check {
+            ($slot:expr, $position:expr) => {
+                if let Err(block) = $slot.entry(cx) {
+                    chain.unwind(cx, $position, &block);
+                    return Err(block);
+                }
+            };
+        }
+        // Neither ever blocks.
+        let selected = NodeSelectorSlot.entry(cx);
+        let built = ClusterBuilderSlot.entry(cx);
+        debug_assert!(selected.is_ok() && built.is_ok());
+        let rules = &chain.rules;
+        if rules.authority.in_force() {
+            check!(self.authority, AUTHORITY);
+        }
+        if rules.system.in_force() {
+            check!(self.system, SYSTEM);
+        }
+        if rules.param_flow.any() {
+            check!(self.param_flow, PARAM_FLOW);
+        }
+        if rules.flow.in_force() {
+            check!(self.flow, FLOW);
+        }
+        // Read once for the checks and the pass hooks (the generic loop reads it per hook; a load racing
+        // between the two then leaves a reserved probe uncommitted there, never here).
+        if rules.degrade.in_force() {
+            check!(self.default_circuit_breaker, DEFAULT_CIRCUIT_BREAKER);
+            check!(self.degrade, DEGRADE);
+            // The pass hooks, in reverse order.
+            self.degrade.on_pass(cx);
+            self.default_circuit_breaker.on_pass(cx);
+        }
+        StatisticSlot.on_pass(cx);
+        Ok(())
+    }
+
+    /// The exit hooks of the built-in chain, in order.
+    #[inline]
+    pub(super) fn exit(&self, rules: &RuleSets, cx: &mut ExitContext<'_>) {
+        StatisticSlot.exit(cx);
+        // Not `param_flow.any()`: counts taken under rules removed since are released all the same.
+        if cx.param_generation != 0 {
+            self.param_flow.exit(cx);
+        }
+        // A probe admitted before the degrade rules were removed still completes (dropped instead, it
+        // would be reported as a failed probe).
+        if rules.degrade.in_force() || !cx.attachments.is_empty() {
+            self.default_circuit_breaker.exit(cx);
+            self.degrade.exit(cx);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_positions_name_their_slots() {
+        let name = |position: usize| SLOTS[position].name;
+        assert_eq!(
+            [
+                name(AUTHORITY),
+                name(SYSTEM),
+                name(PARAM_FLOW),
+                name(FLOW),
+                name(DEFAULT_CIRCUIT_BREAKER),
+                name(DEGRADE),
+            ],
+            [
+                "authority",
+                "system",
+                "param_flow",
+                "flow",
+                "default_circuit_breaker",
+                "degrade"
+            ]
+        );
+        assert!(
+            SLOTS.windows(2).all(|w| w[0].order < w[1].order),
+            "in chain order"
+        );
+    }
+}

@@ -1,0 +1,260 @@
+//! [`FloodgateBuilder`]: the settings of an engine, its clock, probe, error filters and slot edits.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use super::Floodgate;
+use crate::chain::{ChainEdit, Parts, SlotChain};
+use crate::clock::{CachedClock, Clock};
+use crate::engine::{
+    Caps, Config, ConfigError, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_ORIGINS, DEFAULT_MAX_RESOURCES,
+    DEFAULT_OCCUPY_TIMEOUT, Inner, NEXT_ENGINE_ID, RuleSets,
+};
+use crate::error_filter::ErrorFilter;
+use crate::flow::{DEFAULT_COLD_FACTOR, FlowRules};
+use crate::node::WindowGeometry;
+use crate::param_flow::ParamFlowRules;
+use crate::registry::Registry;
+use crate::slot::{BlockLog, EngineCore, Slot};
+use crate::system::{OsProbe, SystemProbe, SystemRules};
+
+/// Configures a [`Floodgate`].
+pub struct FloodgateBuilder {
+    clock: Option<Arc<dyn Clock>>,
+    /// `clock` when it is a [`CachedClock`] (or none was set: the default).
+    cached_clock: Option<CachedClock>,
+    config: Config,
+    edits: Vec<ChainEdit>,
+    errors: ErrorFilter,
+    block_log_file: Option<std::path::PathBuf>,
+    system_probe: Option<Arc<dyn SystemProbe>>,
+}
+
+impl fmt::Debug for FloodgateBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FloodgateBuilder")
+            .field("clock", &self.clock)
+            .field("edits", &self.edits)
+            .field("system_probe", &self.system_probe)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for FloodgateBuilder {
+    fn default() -> Self {
+        FloodgateBuilder {
+            clock: None,
+            cached_clock: None,
+            config: Config {
+                geometry: WindowGeometry::DEFAULT,
+                cold_factor: DEFAULT_COLD_FACTOR,
+                max_resources: DEFAULT_MAX_RESOURCES,
+                max_contexts: DEFAULT_MAX_CONTEXTS,
+                max_origins: DEFAULT_MAX_ORIGINS,
+                occupy_timeout_ms: DEFAULT_OCCUPY_TIMEOUT.as_millis() as u64,
+                eager_context_stats: false,
+                param_capacity: None,
+            },
+            edits: Vec::new(),
+            errors: ErrorFilter::default(),
+            block_log_file: None,
+            system_probe: None,
+        }
+    }
+}
+
+impl FloodgateBuilder {
+    /// The clock (default: [`CachedClock`], the real clock refreshed every millisecond).
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.cached_clock = (&clock as &dyn std::any::Any)
+            .downcast_ref::<CachedClock>()
+            .copied();
+        self.clock = Some(Arc::new(clock));
+        self
+    }
+
+    /// The clock, shared.
+    pub fn shared_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.cached_clock = None;
+        self.clock = Some(clock);
+        self
+    }
+
+    /// How many resources get statistics (default 6000). Past it, entries on new resources without rules
+    /// pass uncounted, unless system or default (`"*"`) degrade rules are in force: then they share
+    /// [`OVER_CAP_RESOURCE`](crate::OVER_CAP_RESOURCE). Resources that rules name exactly are always created and checked. New names
+    /// that only regex rules match (one per raw URL path, say) share one resource per set of matching
+    /// regex rules, the first such name's: checked by those rules, with the statistics, limits and
+    /// breakers of all of them together (stricter, never open), and reported under that name (entries,
+    /// blocks, metrics). Each entry on such a name matches the regex rules again (microseconds, not
+    /// nanoseconds): keep resource names templates.
+    pub fn max_resources(mut self, max: usize) -> Self {
+        self.config.max_resources = max;
+        self
+    }
+
+    /// How many named contexts exist besides the default one (default 2000, as in Sentinel). Past it,
+    /// entries run in the default context.
+    pub fn max_contexts(mut self, max: usize) -> Self {
+        self.config.max_contexts = max;
+        self
+    }
+
+    /// How many origins (callers) each resource counts apart (default 1000). Past it, a new origin's
+    /// calls are counted on the resource's [`OVER_CAP_ORIGIN`](crate::OVER_CAP_ORIGIN) node, shared by all such callers, so an
+    /// origin header a client fills in cannot grow the engine without bound. An origin a flow rule of
+    /// the resource names (`limitApp`) always gets its own node. Rules read the shared node for callers
+    /// past the cap (`limitApp: "other"` then limits them together: stricter, never open), and
+    /// authority rules, which compare names, are unaffected.
+    pub fn max_origins(mut self, max: usize) -> Self {
+        self.config.max_origins = max;
+        self
+    }
+
+    /// The second window of every node: `sample_count` buckets over `interval_ms` (default 2 × 500 ms).
+    /// Buckets must tile whole seconds (500, 250, 200, 100 ms, …).
+    pub fn second_window(
+        mut self,
+        sample_count: u32,
+        interval_ms: u64,
+    ) -> Result<Self, ConfigError> {
+        self.config.geometry = WindowGeometry::new(sample_count, interval_ms)?;
+        Ok(self)
+    }
+
+    /// The warm-up cold factor (default 3, Sentinel's `csp.sentinel.flow.cold.factor`): a cold resource
+    /// starts at `count / cold_factor`. Must be a number > 1.
+    pub fn cold_factor(mut self, cold_factor: f64) -> Result<Self, ConfigError> {
+        if !cold_factor.is_finite() || cold_factor <= 1.0 {
+            return Err(ConfigError::ColdFactor(cold_factor));
+        }
+        self.config.cold_factor = cold_factor;
+        Ok(self)
+    }
+
+    /// How long a prioritized entry may wait for capacity borrowed from the next window (default 500 ms,
+    /// at most the window interval).
+    pub fn occupy_timeout(mut self, timeout: Duration) -> Self {
+        self.config.occupy_timeout_ms = timeout.as_millis() as u64;
+        self
+    }
+
+    /// Whether per-context nodes count from the start (default: they start on first read, which keeps
+    /// the hot path to one set of counters per resource).
+    pub fn count_context_nodes(mut self, eager: bool) -> Self {
+        self.config.eager_context_stats = eager;
+        self
+    }
+
+    /// Where system rules read the load average and CPU usage (default: [`OsProbe`], which samples
+    /// `/proc` and the cgroup file system once a second). Tests inject a
+    /// [`ManualProbe`](crate::ManualProbe).
+    pub fn system_probe(mut self, probe: impl SystemProbe) -> Self {
+        self.system_probe = Some(Arc::new(probe));
+        self
+    }
+
+    /// How many distinct values each hot-parameter rule remembers (default: Sentinel's
+    /// `min(4000 · durationInSec, 200000)` per rule). Exception items come on top.
+    pub fn param_cache_capacity(mut self, capacity: usize) -> Self {
+        self.config.param_capacity = Some(capacity.max(1));
+        self
+    }
+
+    /// Appends the aggregated block log (Sentinel's `sentinel-block.log` lines) to `path`, rolled over to
+    /// `<path>.1` (replacing it) once the file holds 64 MiB.
+    pub fn block_log_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.block_log_file = Some(path.into());
+        self
+    }
+
+    /// Only errors for which `predicate` holds are traced (Sentinel's `exceptionsToTrace`).
+    pub fn trace_if(
+        mut self,
+        predicate: impl Fn(&(dyn std::error::Error + 'static)) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.errors.trace_if = Some(Arc::new(predicate));
+        self
+    }
+
+    /// Errors for which `predicate` holds are never traced (Sentinel's `exceptionsToIgnore`; wins over
+    /// [`trace_if`](Self::trace_if)).
+    pub fn ignore_if(
+        mut self,
+        predicate: impl Fn(&(dyn std::error::Error + 'static)) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.errors.ignore_if = Some(Arc::new(predicate));
+        self
+    }
+
+    /// Adds `slot` as `name` at `order` (lower runs first), replacing a slot of the same name.
+    pub fn slot(mut self, name: &'static str, order: i32, slot: Arc<dyn Slot>) -> Self {
+        self.edits.push(ChainEdit::Add { name, order, slot });
+        self
+    }
+
+    /// Replaces the slot called `name`, keeping its order.
+    pub fn replace_slot(mut self, name: &'static str, slot: Arc<dyn Slot>) -> Self {
+        self.edits.push(ChainEdit::Replace { name, slot });
+        self
+    }
+
+    /// Removes the slot called `name`.
+    pub fn remove_slot(mut self, name: &'static str) -> Self {
+        self.edits.push(ChainEdit::Remove { name });
+        self
+    }
+
+    /// Builds the engine: collects the registered slots, applies the edits, sorts the chain.
+    pub fn build(self) -> Floodgate {
+        let (clock, cached_clock) = match self.clock {
+            Some(clock) => (clock, self.cached_clock),
+            None => {
+                let cached = CachedClock::new();
+                (Arc::new(cached) as Arc<dyn Clock>, Some(cached))
+            }
+        };
+        let tick_ns = u64::try_from(clock.resolution().as_nanos()).unwrap_or(u64::MAX);
+        let mut config = self.config;
+        config.occupy_timeout_ms = config.occupy_timeout_ms.min(config.geometry.interval_ms);
+        let system_probe = self
+            .system_probe
+            .unwrap_or_else(|| Arc::new(OsProbe::new()) as Arc<dyn SystemProbe>);
+        let rules = RuleSets {
+            flow: Arc::new(FlowRules::new(config.cold_factor, tick_ns)),
+            degrade: Arc::default(),
+            authority: Arc::default(),
+            system: Arc::new(SystemRules::new(system_probe)),
+            param_flow: Arc::new(ParamFlowRules::new(config.param_capacity, tick_ns)),
+        };
+        let parts = Parts {
+            rules: &rules,
+            occupy_timeout_ms: config.occupy_timeout_ms,
+        };
+        let chain = SlotChain::build(self.edits, &parts);
+        let caps = Caps {
+            rules: rules.clone(),
+            slots: chain.slot_list(),
+        };
+        let id = NEXT_ENGINE_ID.fetch_add(1, Ordering::Relaxed);
+        let core = EngineCore {
+            id,
+            block_log: BlockLog::new(self.block_log_file, clock.clone()),
+            cached_clock,
+            clock,
+            registry: Registry::new(id, config.limits(), Box::new(caps)),
+        };
+        let inner = Arc::new_cyclic(|me| Inner {
+            me: me.clone(),
+            core,
+            rules,
+            chain,
+            config,
+            errors: self.errors,
+            enabled: AtomicBool::new(true),
+        });
+        Floodgate { inner }
+    }
+}
