@@ -20,11 +20,19 @@
 //! every other resource).
 //!
 //! Each key also belongs to a group, its `(resource, kind)`, which keeps the lifetime total of its blocks
-//! (for exporters such as Prometheus) and a tagged cell `(second, blocks)` that samples `tracing` events:
-//! the first block of a second recycles the cell, and only that block emits an `info` event (target
-//! `floodgate::block`) with the count of the group's previous second with blocks. So a flood of blocks
-//! logs at most one event per second per resource and kind, and a block costs one relaxed add and one
-//! compare-and-swap more, without a lock or an allocation.
+//! (for exporters such as Prometheus) and a tagged cell holding the last second with blocks, which
+//! samples `tracing` events: the first block of a second moves the cell on, and only that block emits an
+//! `info` event (target `floodgate::block`) with the count of the group's previous second with blocks
+//! (the total then, less the total when that second started). So a flood of blocks logs at most one
+//! event per second per resource and kind, and a block costs one relaxed add more, without a lock or an
+//! allocation.
+//!
+//! The per-second counts and the totals are striped per thread (see [`current_stripe`]):
+//! threads refused on one resource write their own cache lines (a shared count written on every block
+//! made two threads rejecting together slower than one). Lines add a key's stripes up, and a second is
+//! written only once it is over, so a key still gets one line per second; the totals are summed when
+//! read. Blocks on another thread in the instant a second turns may be counted in the event of the
+//! second before.
 
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -44,6 +52,7 @@ use crate::block::{BlockError, BlockKind};
 use crate::clock::Clock;
 use crate::keyed_hash::keyed_state;
 use crate::stat::{AddOutcome, cell};
+use crate::stat::{current_stripe, stripe_count};
 
 const RECENT_LINES: usize = 1000;
 /// Keys in all; past them, new keys go to their group's overflow key.
@@ -74,9 +83,27 @@ struct Tally {
     limit_app: String,
     origin: String,
     rule: Option<i64>,
-    cell: AtomicU64,
+    /// Per stripe: the count of the second the cell is tagged with.
+    cells: Box<[Padded]>,
     /// Its `(resource, kind)` group.
     group: Arc<Group>,
+}
+
+/// A counter on a cache line of its own.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+struct Padded(AtomicU64);
+
+/// `stripe_count()` counters.
+fn striped() -> Box<[Padded]> {
+    (0..stripe_count()).map(|_| Padded::default()).collect()
+}
+
+/// The counter of this thread's stripe.
+#[inline]
+fn mine(cells: &[Padded]) -> &AtomicU64 {
+    // `stripe_count()` is a power of two, the length of every striped array.
+    &cells[current_stripe() & (cells.len() - 1)].0
 }
 
 /// One `(resource, kind)`: its blocks since the engine started, and the cell that samples block events.
@@ -84,9 +111,21 @@ struct Tally {
 struct Group {
     resource: Arc<str>,
     kind: BlockKind,
-    total: AtomicU64,
-    /// Tagged with the second, counting its blocks; the write that recycles it emits the event.
+    /// Per stripe, blocks since the engine started.
+    totals: Box<[Padded]>,
+    /// Tagged with the last second with blocks (value 0); the write that moves it on emits the event.
     sample: AtomicU64,
+    /// The total when the tagged second started (written by the block that moved the tag on).
+    total_at_sample: AtomicU64,
+}
+
+impl Group {
+    fn total(&self) -> u64 {
+        self.totals
+            .iter()
+            .map(|t| t.0.load(Ordering::Relaxed))
+            .sum()
+    }
 }
 
 /// The tallies and groups by key; each group with the number of its keys.
@@ -281,13 +320,13 @@ impl BlockLog {
             return;
         };
         let group = &tally.group;
-        group.total.fetch_add(u64::from(count), Ordering::Relaxed);
-        if let AddOutcome::Recycled { old_tag, old_value } =
-            cell::add(&group.sample, second as u32, count)
-        {
-            report_block(block, origin, old_tag, old_value);
+        mine(&group.totals).fetch_add(u64::from(count), Ordering::Relaxed);
+        let sampled = group.sample.load(Ordering::Relaxed);
+        if cell::unpack(sampled).is_none_or(|(tag, _)| tag != second as u32) {
+            group.sample_second(sampled, second as u32, count, block, origin);
         }
-        match cell::add(&tally.cell, second as u32, count) {
+        let cell = mine(&tally.cells);
+        match cell::add(cell, second as u32, count) {
             AddOutcome::Added => {}
             AddOutcome::Recycled { old_tag, old_value } => {
                 if old_value > 0 {
@@ -297,8 +336,8 @@ impl BlockLog {
             AddOutcome::Stale => {
                 // Stamped before the key's second (the clock stepped back, or a contended write gave
                 // up): counted in the key's second, not queued as a line of its own per block.
-                if let Some((tag, _)) = cell::unpack(tally.cell.load(Ordering::Relaxed)) {
-                    if cell::add(&tally.cell, tag, count) == AddOutcome::Added {
+                if let Some((tag, _)) = cell::unpack(cell.load(Ordering::Relaxed)) {
+                    if cell::add(cell, tag, count) == AddOutcome::Added {
                         return;
                     }
                 }
@@ -318,8 +357,48 @@ impl BlockLog {
         self.shared
             .groups
             .iter()
-            .map(|g| (g.resource.clone(), g.kind, g.total.load(Ordering::Relaxed)))
+            .map(|g| (g.resource.clone(), g.kind, g.total()))
             .collect()
+    }
+}
+
+impl Group {
+    /// The first block of `second` seen on the group (its sample cell held `sampled`): moves the cell
+    /// on and, if this block did, emits the event with the blocks of the previous tagged second.
+    #[cold]
+    #[inline(never)]
+    fn sample_second(
+        &self,
+        sampled: u64,
+        second: u32,
+        count: u32,
+        block: &BlockError,
+        origin: &str,
+    ) {
+        let Some((old_tag, _)) = cell::unpack(sampled) else {
+            return;
+        };
+        if cell::is_newer(old_tag, second) {
+            // A stale write (the clock stepped back, or another thread moved on first).
+            return;
+        }
+        let next = cell::pack(second, 0);
+        if self
+            .sample
+            .compare_exchange(sampled, next, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+        {
+            return;
+        }
+        // Every block of the group until now, this one aside, is of the previous tagged second or before.
+        let before = self.total().saturating_sub(u64::from(count));
+        let previous = before.saturating_sub(self.total_at_sample.swap(before, Ordering::Relaxed));
+        report_block(
+            block,
+            origin,
+            old_tag,
+            u32::try_from(previous).unwrap_or(u32::MAX),
+        );
     }
 }
 
@@ -356,9 +435,10 @@ impl Shared {
                 let g = Arc::new(Group {
                     resource: block.resource().into(),
                     kind: key.kind,
-                    total: AtomicU64::new(0),
-                    // The second before: the first block recycles the cell and reports.
+                    totals: striped(),
+                    // The second before: the first block moves the cell on and reports.
                     sample: AtomicU64::new(cell::pack((second as u32).wrapping_sub(1), 0)),
+                    total_at_sample: AtomicU64::new(0),
                 });
                 self.groups.push(g.clone()).ok()?;
                 let (g, keys) = index
@@ -408,7 +488,7 @@ impl Shared {
                 log_field(origin)
             },
             rule: key.rule,
-            cell: AtomicU64::new(0),
+            cells: striped(),
             group,
         };
         let i = self.tallies.push(tally).ok()?;
@@ -416,30 +496,49 @@ impl Shared {
         Some(i)
     }
 
-    /// Moves every count of a second before `current` out of its cell, then formats what is pending.
+    /// Moves every count of a second before `current` out of its cells, then formats what is pending.
     fn collect(&self, current: u64) {
-        let current = current as u32;
         let mut taken = Vec::new();
         for (i, tally) in self.tallies.iter().enumerate() {
-            if let Some((tag, value)) = cell::take_older(&tally.cell, current) {
-                if value > 0 {
-                    taken.push((i as u32, u64::from(tag), u64::from(value)));
+            for cell in tally.cells.iter() {
+                if let Some((tag, value)) = cell::take_older(&cell.0, current as u32) {
+                    if value > 0 {
+                        taken.push((i as u32, u64::from(tag), u64::from(value)));
+                    }
                 }
             }
         }
         let mut output = lock(&self.output);
         output.pending.extend(taken);
-        self.format(&mut output);
+        self.format(&mut output, current);
     }
 
-    /// Formats pending counts into lines: kept in memory and appended to the file.
-    fn format(&self, output: &mut Output) {
+    /// Formats the pending counts of seconds before `current` into lines, one per key and second (its
+    /// stripes added up): kept in memory and appended to the file. A count of `current` or later (a
+    /// stripe that moved on before this collection read the clock) waits: that second's other stripes
+    /// are still counting.
+    fn format(&self, output: &mut Output, current: u64) {
         if output.pending.is_empty() {
             return;
         }
-        let mut lines: Vec<String> = output
-            .pending
-            .drain(..)
+        let mut ready: Vec<(u32, u64, u64)> = Vec::with_capacity(output.pending.len());
+        output.pending.retain(|&(index, second, count)| {
+            let over = second < current;
+            if over {
+                ready.push((index, second, count));
+            }
+            !over
+        });
+        ready.sort_unstable_by_key(|&(index, second, _)| (index, second));
+        ready.dedup_by(|later, kept| {
+            let same = (later.0, later.1) == (kept.0, kept.1);
+            if same {
+                kept.2 += later.2;
+            }
+            same
+        });
+        let mut lines: Vec<String> = ready
+            .into_iter()
             .filter_map(|(index, second, count)| {
                 let tally = self.tallies.get(index)?;
                 Some(format!(
@@ -579,6 +678,54 @@ mod tests {
                 utc_datetime(t0 / 1000)
             )],
             "one line, not one per late block"
+        );
+    }
+
+    #[test]
+    fn threads_blocked_on_one_key_get_one_line_per_second() {
+        let log = BlockLog::new(None, Arc::new(crate::ManualClock::new(0)));
+        let block = BlockError::new(BlockKind::Flow, Arc::from("R"));
+        let t0 = 1_700_000_000_000u64;
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for i in 0..100 {
+                        log.record(t0 + i, 0, &block, "", 1);
+                    }
+                });
+            }
+        });
+        assert_eq!(log.totals(), [(Arc::from("R"), BlockKind::Flow, 400)]);
+        assert_eq!(
+            log.lines(t0 + 1000),
+            [format!(
+                "{}|1|R,FlowException,default,,|400,0",
+                utc_datetime(t0 / 1000)
+            )]
+        );
+    }
+
+    /// One stripe moved on to the next second (its count queued) while another still counts the
+    /// second: the line waits for the second to be over and adds both up.
+    #[test]
+    fn a_second_is_written_once_over_with_its_stripes_added_up() {
+        let log = BlockLog::new(None, Arc::new(crate::ManualClock::new(0)));
+        let block = BlockError::new(BlockKind::Flow, Arc::from("R"));
+        let t0 = 1_700_000_000_000u64;
+        log.record(t0, 0, &block, "", 1);
+        // What another stripe's move to the next second queues.
+        lock(&log.shared.output).queue((0, t0 / 1000, 2));
+        assert_eq!(
+            log.lines(t0 + 500),
+            Vec::<String>::new(),
+            "the second is not over"
+        );
+        assert_eq!(
+            log.lines(t0 + 1000),
+            [format!(
+                "{}|1|R,FlowException,default,,|3,0",
+                utc_datetime(t0 / 1000)
+            )]
         );
     }
 

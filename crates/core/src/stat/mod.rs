@@ -10,4 +10,4 @@ pub(crate) use cell::AddOutcome;
 pub use leap_array::WindowError;
 pub(crate) use leap_array::{Cursor, Event, LeapArray};
 pub(crate) use second_history::{HistoryGuard, SecondHistory, SecondRecord};
-pub(crate) use stripe::current_stripe;
+pub(crate) use stripe::{current_stripe, stripe_count};
