@@ -1,4 +1,7 @@
-//! The slot chain: the ordered steps every entry runs through, registered SPI-style.
+//! The slot plug-in surface: the ordered steps every entry runs through, what they see of an entry
+//! ([`SlotContext`], [`ExitContext`]), and how other crates register theirs; with the built-in slots
+//! that enforce no rule (node selector, cluster builder, log, statistic). The chain that runs them is
+//! `chain/`; the rule-kind slots live with their rules (`flow/slot.rs`, …).
 //!
 //! A [`Slot`] has up to four hooks. On entry, the chain calls every slot's [`Slot::entry`] in order
 //! (lowest order first) until one blocks. If one blocks, the slots before it get [`Slot::on_block`] (in
@@ -8,10 +11,11 @@
 //! admitted the entry, and a slot that reserved something (a circuit breaker's half-open probe) learns
 //! whether a later slot refused the entry.
 //!
-//! Slots register themselves with an order through [`inventory`] ([`register_slot!`](crate::register_slot));
-//! an engine collects the registrations when it is built, then applies its builder's edits (add, replace,
-//! remove). An engine whose slots are exactly the built-in ones runs them as straight-line code
-//! (`builtin.rs`), with the same order and hooks as the generic loop. Sentinel's orders: NodeSelector
+//! The built-in slots are listed, with their orders, in one table (`chain/builtin.rs`); other crates
+//! register theirs with an order through [`inventory`] ([`register_slot!`](crate::register_slot)). An
+//! engine collects both when it is built, then applies its builder's edits (add, replace, remove). An
+//! engine whose slots are exactly the built-in ones runs them as straight-line code, in the table's
+//! order and with the same hooks as the generic loop. Sentinel's orders: NodeSelector
 //! −10000, ClusterBuilder −9000, Log −8000, Statistic −7000, Authority −6000, System −5000, ParamFlow
 //! −3000, Flow −2000, DefaultCircuitBreaker −1500, Degrade −1000.
 
