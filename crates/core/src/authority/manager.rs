@@ -9,17 +9,18 @@
 //! every regex rule whose expression matches the whole resource name; which rules apply to a resource is
 //! worked out on its first entry and kept in the snapshot by resource id.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use regex::Regex;
+use serde_json::{Map, Value};
 
 use super::listing::Listing;
 use super::rule::{AuthorityRule, AuthorityStrategy};
 use crate::keyed_hash::{KeyedMap, keyed_map};
 use crate::registry::Resource;
 use crate::rules::{
-    Published, ResourceTable, RuleError, applicable, check_regex_count, check_rules_per_resource,
-    compile_patterns, no_errors, push_matching,
+    Fields, ResourceTable, RuleError, RuleFields, RuleKind, RuleType, applicable, compile_patterns,
+    no_errors, push_matching,
 };
 
 /// An immutable set of authority rules.
@@ -50,16 +51,6 @@ impl AuthoritySnapshot {
     #[cold]
     fn resolve(&self, resource: &str) -> Box<[Arc<Listing>]> {
         applicable(self.exact.get(resource).cloned(), &self.regex, resource).into_boxed_slice()
-    }
-
-    /// Whether some rule names `resource` exactly.
-    pub(crate) fn names(&self, resource: &str) -> bool {
-        self.exact.contains_key(resource)
-    }
-
-    /// Appends the regex rules matching `resource` to `signature` (see `rules::push_matching`).
-    pub(crate) fn push_matching_regex(&self, resource: &str, signature: &mut String) {
-        push_matching(&self.regex, resource, 'a', signature);
     }
 
     /// The rules in load order (repeated rules included).
@@ -98,30 +89,50 @@ pub(crate) fn conflicts<'r>(
     errors
 }
 
-/// The engine's authority rules.
+/// The authority rules: an engine's [`RuleSet`](crate::rules::RuleSet) of them holds an [`AuthoritySnapshot`].
 #[derive(Debug, Default)]
-pub(crate) struct AuthorityRules {
-    snapshot: Published<AuthoritySnapshot>,
-    load_lock: Mutex<()>,
-}
+pub(crate) struct AuthorityKind;
 
-impl AuthorityRules {
-    /// Whether any authority rule is in force.
-    #[inline]
-    pub(crate) fn in_force(&self) -> bool {
-        self.snapshot.in_force()
+impl RuleKind for AuthorityKind {
+    type Rule = AuthorityRule;
+    type Checked = Vec<AuthorityRule>;
+    type Compiled = AuthoritySnapshot;
+
+    const TYPE: RuleType = RuleType::Authority;
+    const FIELDS: &'static Fields = &AuthorityRule::FIELDS;
+
+    fn parse(f: RuleFields<'_>) -> Result<AuthorityRule, RuleError> {
+        AuthorityRule::from_fields(f)
     }
 
-    /// The rules in force.
-    #[inline]
-    pub(crate) fn snapshot(&self) -> arc_swap::Guard<Arc<AuthoritySnapshot>> {
-        self.snapshot.load()
+    /// Unlike the other kinds, the conflicts among the rules that did parse are named too when some
+    /// did not: a resource takes one authority rule, and the list is refused for both reasons at once.
+    fn parse_list(
+        parsed: Vec<Result<AuthorityRule, RuleError>>,
+    ) -> Result<Vec<AuthorityRule>, RuleError> {
+        if parsed.iter().all(Result::is_ok) {
+            return Ok(parsed.into_iter().filter_map(Result::ok).collect());
+        }
+        let ok = parsed
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| Some((i, r.as_ref().ok()?)));
+        let mut errors = conflicts(ok);
+        errors.extend(parsed.into_iter().filter_map(Result::err));
+        // Not empty (a rule failed), so this is the error.
+        no_errors(errors).map(|()| Vec::new())
     }
 
-    /// Validates `rules` and puts them in force; on error nothing changes.
-    pub(crate) fn load(&self, rules: Vec<AuthorityRule>) -> Result<(), RuleError> {
-        check_regex_count(rules.iter().map(|r| r.regex))?;
-        check_rules_per_resource(rules.iter().map(|r| (r.resource.as_str(), r.regex)))?;
+    fn to_json(rule: &AuthorityRule) -> Map<String, Value> {
+        rule.to_json()
+    }
+
+    fn target(rule: &AuthorityRule) -> Option<(&str, bool)> {
+        Some((&rule.resource, rule.regex))
+    }
+
+    /// Every rule is valid, and no two rules of one resource admit different origins.
+    fn check(rules: Vec<AuthorityRule>) -> Result<Vec<AuthorityRule>, RuleError> {
         let checked: Vec<Result<(), RuleError>> = rules
             .iter()
             .enumerate()
@@ -135,6 +146,22 @@ impl AuthorityRules {
         let mut errors = conflicts(valid);
         errors.extend(checked.into_iter().filter_map(Result::err));
         no_errors(errors)?;
+        Ok(rules)
+    }
+
+    fn checked_rules(checked: &Vec<AuthorityRule>) -> impl Iterator<Item = &AuthorityRule> {
+        checked.iter()
+    }
+
+    fn rules(compiled: &AuthoritySnapshot) -> impl Iterator<Item = &AuthorityRule> {
+        compiled.rules()
+    }
+
+    fn build(
+        &self,
+        _old: &AuthoritySnapshot,
+        rules: Vec<AuthorityRule>,
+    ) -> Result<AuthoritySnapshot, RuleError> {
         // The first rule of each pattern is the one in force (the others decide alike).
         let mut patterns_seen: KeyedMap<&str, ()> = keyed_map();
         let patterns = compile_patterns(rules.iter().enumerate().map(|(index, rule)| {
@@ -157,17 +184,28 @@ impl AuthorityRules {
                 None => {}
             }
         }
-        let _guard = self.load_lock.lock().unwrap_or_else(|e| e.into_inner());
-        let in_force = !in_order.is_empty();
-        self.snapshot.store(
-            Arc::new(AuthoritySnapshot {
-                in_order,
-                exact,
-                regex,
-                by_resource: ResourceTable::default(),
-            }),
-            in_force,
-        );
-        Ok(())
+        Ok(AuthoritySnapshot {
+            in_order,
+            exact,
+            regex,
+            by_resource: ResourceTable::default(),
+        })
+    }
+
+    fn in_force(compiled: &AuthoritySnapshot) -> bool {
+        !compiled.in_order.is_empty()
+    }
+
+    fn names_exactly(compiled: &AuthoritySnapshot, resource: &str) -> bool {
+        compiled.exact.contains_key(resource)
+    }
+
+    fn push_matching_regex(compiled: &AuthoritySnapshot, resource: &str, signature: &mut String) {
+        push_matching(&compiled.regex, resource, 'a', signature);
+    }
+
+    /// Every origin a white or black list names.
+    fn origins(compiled: &AuthoritySnapshot) -> impl Iterator<Item = &str> {
+        compiled.rules().flat_map(|r| r.limit_app.split(','))
     }
 }

@@ -20,14 +20,16 @@ use std::hash::Hash;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use serde_json::{Map, Value};
+
 use super::breaker::Breaker;
 use super::observer::{BreakerStatus, Observers};
 use super::rule::DegradeRule;
 use crate::keyed_hash::{KeyedMap, keyed_map};
 use crate::registry::Resource;
 use crate::rules::{
-    Pairing, Published, ResourceTable, RuleError, RuleHasher, RuleIndex, all_or_errors, carry_over,
-    check_regex_count, check_rules_per_resource, compile_patterns,
+    Fields, Pairing, ResourceTable, RuleError, RuleFields, RuleHasher, RuleIndex, RuleKind,
+    RuleType, all_or_errors, carry_over, compile_targets,
 };
 
 /// The breakers of one rule.
@@ -180,11 +182,6 @@ impl DegradeSnapshot {
         self.index.names(resource)
     }
 
-    /// Appends the regex rules matching `resource` to `signature` (see `rules::push_matching`).
-    pub(crate) fn push_matching_regex(&self, resource: &str, signature: &mut String) {
-        self.index.push_matching(resource, 'd', signature);
-    }
-
     /// The rules in load order.
     pub(crate) fn rules(&self) -> impl Iterator<Item = &DegradeRule> {
         self.in_order.iter().map(|s| &*s.rule)
@@ -202,25 +199,18 @@ impl DegradeSnapshot {
     }
 }
 
-/// The engine's degrade rules and breaker observers.
+/// The degrade rules, with the breaker observers and the flags of the two degrade slots: an engine's
+/// [`RuleSet`](crate::rules::RuleSet) of them holds a [`DegradeSnapshot`].
 #[derive(Debug, Default)]
-pub(crate) struct DegradeRules {
-    snapshot: Published<DegradeSnapshot>,
+pub(crate) struct DegradeKind {
     /// Whether any rule names resources (exactly or by regex): the degrade slot's work.
     own_in_force: AtomicBool,
     /// Whether any default (`"*"`) rule is in force: the default circuit-breaker slot's work.
     defaults_in_force: AtomicBool,
-    load_lock: Mutex<()>,
     pub(crate) observers: Arc<Observers>,
 }
 
-impl DegradeRules {
-    /// Whether any degrade rule is in force.
-    #[inline]
-    pub(crate) fn in_force(&self) -> bool {
-        self.snapshot.in_force()
-    }
-
+impl DegradeKind {
     /// Whether any default (`"*"`) rule is in force, or any rule of a resource's own when `defaults` is
     /// false (one relaxed load each, so the slot without rules of its kind skips the snapshot).
     #[inline]
@@ -232,29 +222,47 @@ impl DegradeRules {
         };
         flag.load(Ordering::Relaxed)
     }
+}
 
-    /// The rules in force.
-    #[inline]
-    pub(crate) fn snapshot(&self) -> arc_swap::Guard<Arc<DegradeSnapshot>> {
-        self.snapshot.load()
+impl RuleKind for DegradeKind {
+    type Rule = DegradeRule;
+    type Checked = Vec<DegradeRule>;
+    type Compiled = DegradeSnapshot;
+
+    const TYPE: RuleType = RuleType::Degrade;
+    const FIELDS: &'static Fields = &DegradeRule::FIELDS;
+
+    fn parse(f: RuleFields<'_>) -> Result<DegradeRule, RuleError> {
+        DegradeRule::from_fields(f)
     }
 
-    /// Validates `rules` and puts them in force; on error nothing changes.
-    pub(crate) fn load(&self, rules: Vec<DegradeRule>) -> Result<(), RuleError> {
-        check_regex_count(rules.iter().map(|r| r.regex))?;
-        check_rules_per_resource(rules.iter().map(|r| (r.resource.as_str(), r.regex)))?;
+    fn to_json(rule: &DegradeRule) -> Map<String, Value> {
+        rule.to_json()
+    }
+
+    fn target(rule: &DegradeRule) -> Option<(&str, bool)> {
+        Some((&rule.resource, rule.regex))
+    }
+
+    fn check(rules: Vec<DegradeRule>) -> Result<Vec<DegradeRule>, RuleError> {
         all_or_errors(rules.iter().enumerate().map(|(i, r)| r.validate(i)))?;
-        let _guard = self.load_lock.lock().unwrap_or_else(|e| e.into_inner());
-        let old = self.snapshot.load_full();
-        if old.in_order.len() == rules.len() && old.rules().zip(&rules).all(|(a, b)| a == b) {
-            return Ok(());
-        }
-        let patterns = compile_patterns(
-            rules
-                .iter()
-                .map(|r| r.regex.then_some(r.resource.as_str()))
-                .enumerate(),
-        )?;
+        Ok(rules)
+    }
+
+    fn checked_rules(checked: &Vec<DegradeRule>) -> impl Iterator<Item = &DegradeRule> {
+        checked.iter()
+    }
+
+    fn rules(compiled: &DegradeSnapshot) -> impl Iterator<Item = &DegradeRule> {
+        compiled.rules()
+    }
+
+    fn build(
+        &self,
+        old: &DegradeSnapshot,
+        rules: Vec<DegradeRule>,
+    ) -> Result<DegradeSnapshot, RuleError> {
+        let patterns = compile_targets::<Self>(&rules)?;
         let hasher = RuleHasher::new();
         let breaker_fields = |r: &DegradeRule| hasher.hash(|h| r.hash_breaker_fields(h));
         let every_field = |r: &DegradeRule| {
@@ -292,21 +300,33 @@ impl DegradeRules {
             .filter(|s| !s.rule.regex && s.rule.is_default())
             .cloned()
             .collect();
-        let in_force = !in_order.is_empty();
-        let (own, any_default) = (!index.is_empty(), !defaults.is_empty());
-        self.snapshot.store(
-            Arc::new(DegradeSnapshot {
-                in_order,
-                index,
-                defaults,
-                observers: self.observers.clone(),
-                by_resource: ResourceTable::default(),
-            }),
-            in_force,
-        );
-        self.own_in_force.store(own, Ordering::Release);
-        self.defaults_in_force.store(any_default, Ordering::Release);
-        Ok(())
+        Ok(DegradeSnapshot {
+            in_order,
+            index,
+            defaults,
+            observers: self.observers.clone(),
+            by_resource: ResourceTable::default(),
+        })
+    }
+
+    fn in_force(compiled: &DegradeSnapshot) -> bool {
+        !compiled.in_order.is_empty()
+    }
+
+    /// Sets the flags of the two degrade slots.
+    fn loaded(&self, compiled: &DegradeSnapshot) {
+        self.own_in_force
+            .store(!compiled.index.is_empty(), Ordering::Release);
+        self.defaults_in_force
+            .store(!compiled.defaults.is_empty(), Ordering::Release);
+    }
+
+    fn names_exactly(compiled: &DegradeSnapshot, resource: &str) -> bool {
+        compiled.names(resource)
+    }
+
+    fn push_matching_regex(compiled: &DegradeSnapshot, resource: &str, signature: &mut String) {
+        compiled.index.push_matching(resource, 'd', signature);
     }
 }
 

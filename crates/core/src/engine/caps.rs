@@ -11,35 +11,16 @@ impl CapPolicy for Inner {
     /// for it (such a resource is created even past the resource cap: a RELATE rule needs its
     /// reference counted).
     fn names_exactly(&self, resource: &str) -> bool {
-        let flow = self.rules.flow.snapshot();
-        flow.names(resource)
-            || flow.references(resource, crate::flow::FlowStrategy::Relate)
-            || self.rules.degrade.snapshot().names(resource)
-            || self.rules.authority.snapshot().names(resource)
-            || self.rules.param_flow.snapshot().names(resource)
-            || self.chain.has_rules(resource)
+        self.rules.all().any(|set| set.names_exactly(resource)) || self.chain.has_rules(resource)
     }
 
     /// The regex rules of every type that match `resource`, as one string (empty: none match), in a
     /// canonical order: the same set of rules loaded in another order is the same signature.
     fn regex_signature(&self, resource: &str) -> String {
         let mut signature = String::new();
-        self.rules
-            .flow
-            .snapshot()
-            .push_matching_regex(resource, &mut signature);
-        self.rules
-            .degrade
-            .snapshot()
-            .push_matching_regex(resource, &mut signature);
-        self.rules
-            .authority
-            .snapshot()
-            .push_matching_regex(resource, &mut signature);
-        self.rules
-            .param_flow
-            .snapshot()
-            .push_matching_regex(resource, &mut signature);
+        for set in self.rules.all() {
+            set.push_matching_regex(resource, &mut signature);
+        }
         // Each rule's part ends with a NUL (see `rules::push_matching`).
         let mut parts: Vec<&str> = signature.split_terminator('\0').collect();
         if parts.windows(2).all(|w| w[0] <= w[1]) {
@@ -78,33 +59,6 @@ impl Inner {
     /// Whether any rule of `rule_type` is in force.
     #[inline]
     pub(crate) fn rules_in_force(&self, rule_type: RuleType) -> bool {
-        match rule_type {
-            RuleType::Flow => self.rules.flow.in_force(),
-            RuleType::Degrade => self.rules.degrade.in_force(),
-            RuleType::Authority => self.rules.authority.in_force(),
-            RuleType::System => self.rules.system.in_force(),
-            RuleType::ParamFlow => self.rules.param_flow.any(),
-        }
-    }
-
-    /// Interns the origins `rules` name, whatever the cap (see [`MAX_INTERNED_ORIGINS`]).
-    pub(crate) fn intern_rule_origins(&self, rule_type: RuleType) {
-        match rule_type {
-            RuleType::Authority => {
-                let rules = self.rules.authority.snapshot();
-                self.registry
-                    .intern_all(rules.rules().flat_map(|r| r.limit_app.split(',')));
-            }
-            RuleType::Flow => {
-                let rules = self.rules.flow.snapshot();
-                self.registry.intern_all(
-                    rules
-                        .rules()
-                        .map(|r| r.limit_app.as_str())
-                        .filter(|app| *app != "default" && *app != "other"),
-                );
-            }
-            _ => {}
-        }
+        self.rules.in_force(rule_type)
     }
 }

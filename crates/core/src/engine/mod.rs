@@ -3,6 +3,7 @@
 
 mod caps;
 mod config;
+mod rule_sets;
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -14,29 +15,16 @@ pub use config::{
     ConfigError, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_ORIGINS, DEFAULT_MAX_RESOURCES,
     DEFAULT_OCCUPY_TIMEOUT,
 };
+pub(crate) use rule_sets::{KindSettings, RuleSets};
 
-use crate::authority::AuthorityRules;
 use crate::clock::{CachedClock, Clock};
-use crate::degrade::DegradeRules;
 use crate::error_filter::ErrorFilter;
 use crate::floodgate::Floodgate;
-use crate::flow::FlowRules;
 use crate::node::{NodeView, StatisticNode};
-use crate::param_flow::ParamFlowRules;
 use crate::registry::{Registry, Resource};
 use crate::slot::{BlockLog, SlotChain};
-use crate::system::SystemRules;
 
 pub(crate) static NEXT_ENGINE_ID: AtomicU64 = AtomicU64::new(1);
-
-/// The rules of every kind an engine enforces.
-pub(crate) struct RuleSets {
-    pub(crate) flow: FlowRules,
-    pub(crate) degrade: DegradeRules,
-    pub(crate) authority: AuthorityRules,
-    pub(crate) system: SystemRules,
-    pub(crate) param_flow: ParamFlowRules,
-}
 
 pub(crate) struct Inner {
     pub(crate) id: u64,

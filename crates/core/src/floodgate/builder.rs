@@ -6,20 +6,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::Floodgate;
-use crate::authority::AuthorityRules;
 use crate::clock::{CachedClock, Clock};
-use crate::degrade::DegradeRules;
 use crate::engine::{
     Config, ConfigError, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_ORIGINS, DEFAULT_MAX_RESOURCES,
-    DEFAULT_OCCUPY_TIMEOUT, Inner, NEXT_ENGINE_ID, RuleSets,
+    DEFAULT_OCCUPY_TIMEOUT, Inner, KindSettings, NEXT_ENGINE_ID, RuleSets,
 };
 use crate::error_filter::ErrorFilter;
-use crate::flow::{DEFAULT_COLD_FACTOR, FlowRules};
+use crate::flow::DEFAULT_COLD_FACTOR;
 use crate::node::WindowGeometry;
-use crate::param_flow::ParamFlowRules;
 use crate::registry::Registry;
 use crate::slot::{BlockLog, ChainEdit, Slot, SlotChain};
-use crate::system::{OsProbe, SystemProbe, SystemRules};
+use crate::system::{OsProbe, SystemProbe};
 
 /// Configures a [`Floodgate`].
 pub struct FloodgateBuilder {
@@ -232,13 +229,11 @@ impl FloodgateBuilder {
             cached_clock,
             clock,
             registry: Registry::new(id, config.limits()),
-            rules: RuleSets {
-                flow: FlowRules::new(config.cold_factor, tick_ns),
-                degrade: DegradeRules::default(),
-                authority: AuthorityRules::default(),
-                system: SystemRules::new(system_probe),
-                param_flow: ParamFlowRules::new(config.param_capacity, tick_ns),
-            },
+            rules: RuleSets::new(&KindSettings {
+                config: &config,
+                tick_ns,
+                system_probe,
+            }),
             chain,
             config,
             errors: self.errors,

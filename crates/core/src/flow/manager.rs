@@ -9,8 +9,10 @@
 //! that controller's state. Loading the list in force is a no-op.
 
 use std::hash::Hash;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
+
+use serde_json::{Map, Value};
 
 use super::limit_app::LimitApp;
 use super::rule::{ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
@@ -19,9 +21,10 @@ use super::{
 };
 use crate::keyed_hash::KeyedMap;
 use crate::registry::Resource;
+
 use crate::rules::{
-    Pairing, Published, ResourceTable, RuleError, RuleHasher, RuleIndex, all_or_errors, carry_over,
-    check_regex_count, check_rules_per_resource, compile_patterns,
+    Fields, Pairing, ResourceTable, RuleError, RuleFields, RuleHasher, RuleIndex, RuleKind,
+    RuleType, all_or_errors, carry_over, compile_targets,
 };
 
 /// How a rule shapes traffic, with its state.
@@ -217,11 +220,6 @@ impl FlowSnapshot {
         self.index.names(resource)
     }
 
-    /// Appends the regex rules matching `resource` to `signature` (see `rules::push_matching`).
-    pub(crate) fn push_matching_regex(&self, resource: &str, signature: &mut String) {
-        self.index.push_matching(resource, 'f', signature);
-    }
-
     /// Whether some rule of `strategy` names `name` as its `refResource` (a RELATE rule's resource, a
     /// CHAIN rule's context). The engine asks for each new name past its caps, which requests may
     /// choose: one lookup (a scan of the rules made each such request cost the length of the list).
@@ -245,54 +243,78 @@ impl FlowSnapshot {
     }
 }
 
-/// The engine's flow rules.
+/// The flow rules: an engine's [`RuleSet`](crate::rules::RuleSet) of them holds a [`FlowSnapshot`].
 #[derive(Debug)]
-pub(crate) struct FlowRules {
-    snapshot: Published<FlowSnapshot>,
-    load_lock: Mutex<()>,
+pub(crate) struct FlowKind {
     cold_factor: f64,
     /// The engine clock's resolution in ns (see [`Clock::resolution`](crate::Clock::resolution)).
     tick_ns: u64,
 }
 
-impl FlowRules {
+impl FlowKind {
     pub(crate) fn new(cold_factor: f64, tick_ns: u64) -> Self {
-        FlowRules {
-            snapshot: Published::default(),
-            load_lock: Mutex::new(()),
+        FlowKind {
             cold_factor,
             tick_ns,
         }
     }
 
-    /// Whether any flow rule is in force.
-    #[inline]
-    pub(crate) fn in_force(&self) -> bool {
-        self.snapshot.in_force()
-    }
-
-    /// The rules in force.
-    #[inline]
-    pub(crate) fn snapshot(&self) -> arc_swap::Guard<Arc<FlowSnapshot>> {
-        self.snapshot.load()
-    }
-
-    /// Validates `rules` and puts them in force; on error nothing changes.
-    pub(crate) fn load(&self, rules: Vec<FlowRule>) -> Result<(), RuleError> {
-        check_regex_count(rules.iter().map(|r| r.regex))?;
-        check_rules_per_resource(rules.iter().map(|r| (r.resource.as_str(), r.regex)))?;
-        all_or_errors(rules.iter().enumerate().map(|(i, r)| r.validate(i)))?;
-        let _guard = self.load_lock.lock().unwrap_or_else(|e| e.into_inner());
-        let old = self.snapshot.load_full();
-        if old.in_order.len() == rules.len() && old.rules().zip(&rules).all(|(a, b)| a == b) {
-            return Ok(());
+    /// The state of a new rule, copying `similar`'s controller state when there is one.
+    fn state(&self, rule: FlowRule, similar: Option<&FlowRuleState>) -> FlowRuleState {
+        let controller = Controller::new(&rule, self.cold_factor, self.tick_ns);
+        if let Some(old) = similar {
+            controller.copy_state(&old.controller);
         }
-        let patterns = compile_patterns(
-            rules
-                .iter()
-                .map(|r| r.regex.then_some(r.resource.as_str()))
-                .enumerate(),
-        )?;
+        FlowRuleState {
+            controller,
+            limit_app: LimitApp::of(&rule.limit_app),
+            reads_cluster_node: LimitApp::of(&rule.limit_app) == LimitApp::Default
+                && rule.strategy == FlowStrategy::Direct,
+            checked_locally: !rule.cluster_mode
+                || rule
+                    .cluster_config
+                    .as_ref()
+                    .is_some_and(|c| c.fallback_to_local_when_fail),
+            rule: Arc::new(rule),
+        }
+    }
+}
+
+impl RuleKind for FlowKind {
+    type Rule = FlowRule;
+    type Checked = Vec<FlowRule>;
+    type Compiled = FlowSnapshot;
+
+    const TYPE: RuleType = RuleType::Flow;
+    const FIELDS: &'static Fields = &FlowRule::FIELDS;
+
+    fn parse(f: RuleFields<'_>) -> Result<FlowRule, RuleError> {
+        FlowRule::from_fields(f)
+    }
+
+    fn to_json(rule: &FlowRule) -> Map<String, Value> {
+        rule.to_json()
+    }
+
+    fn target(rule: &FlowRule) -> Option<(&str, bool)> {
+        Some((&rule.resource, rule.regex))
+    }
+
+    fn check(rules: Vec<FlowRule>) -> Result<Vec<FlowRule>, RuleError> {
+        all_or_errors(rules.iter().enumerate().map(|(i, r)| r.validate(i)))?;
+        Ok(rules)
+    }
+
+    fn checked_rules(checked: &Vec<FlowRule>) -> impl Iterator<Item = &FlowRule> {
+        checked.iter()
+    }
+
+    fn rules(compiled: &FlowSnapshot) -> impl Iterator<Item = &FlowRule> {
+        compiled.rules()
+    }
+
+    fn build(&self, old: &FlowSnapshot, rules: Vec<FlowRule>) -> Result<FlowSnapshot, RuleError> {
+        let patterns = compile_targets::<Self>(&rules)?;
         let hasher = RuleHasher::new();
         let without_id = |r: &FlowRule| hasher.hash(|h| r.hash_without_id(h));
         let every_field = |r: &FlowRule| {
@@ -316,44 +338,43 @@ impl FlowRules {
                 rule: &without_id,
                 holds: |s: &FlowRuleState, r: &FlowRule| s.rule.id != r.id && s.rule.eq_but_id(r),
             },
-            |rule, similar| FlowRuleState {
-                controller: {
-                    let controller = Controller::new(&rule, self.cold_factor, self.tick_ns);
-                    if let Some(old) = similar {
-                        controller.copy_state(&old.controller);
-                    }
-                    controller
-                },
-                limit_app: LimitApp::of(&rule.limit_app),
-                reads_cluster_node: LimitApp::of(&rule.limit_app) == LimitApp::Default
-                    && rule.strategy == FlowStrategy::Direct,
-                checked_locally: !rule.cluster_mode
-                    || rule
-                        .cluster_config
-                        .as_ref()
-                        .is_some_and(|c| c.fallback_to_local_when_fail),
-                rule: Arc::new(rule),
-            },
+            |rule, similar| self.state(rule, similar),
         );
         let index = RuleIndex::new(in_order.iter().zip(patterns), |s| {
             Some(s.rule.resource.as_str())
         });
-        let in_force = !in_order.is_empty();
-        self.snapshot.store(
-            Arc::new(FlowSnapshot {
-                references: [FlowStrategy::Relate, FlowStrategy::Chain].map(|strategy| {
-                    in_order
-                        .iter()
-                        .filter(|s| s.rule.strategy == strategy)
-                        .filter_map(|s| Some((Box::from(s.rule.ref_resource.as_deref()?), ())))
-                        .collect()
-                }),
-                in_order,
-                index,
-                by_resource: ResourceTable::default(),
+        Ok(FlowSnapshot {
+            references: [FlowStrategy::Relate, FlowStrategy::Chain].map(|strategy| {
+                in_order
+                    .iter()
+                    .filter(|s| s.rule.strategy == strategy)
+                    .filter_map(|s| Some((Box::from(s.rule.ref_resource.as_deref()?), ())))
+                    .collect()
             }),
-            in_force,
-        );
-        Ok(())
+            in_order,
+            index,
+            by_resource: ResourceTable::default(),
+        })
+    }
+
+    fn in_force(compiled: &FlowSnapshot) -> bool {
+        !compiled.in_order.is_empty()
+    }
+
+    /// A rule names a resource exactly, or a RELATE rule reads it (its reference must be counted).
+    fn names_exactly(compiled: &FlowSnapshot, resource: &str) -> bool {
+        compiled.names(resource) || compiled.references(resource, FlowStrategy::Relate)
+    }
+
+    fn push_matching_regex(compiled: &FlowSnapshot, resource: &str, signature: &mut String) {
+        compiled.index.push_matching(resource, 'f', signature);
+    }
+
+    /// The origins named by a specific `limitApp`.
+    fn origins(compiled: &FlowSnapshot) -> impl Iterator<Item = &str> {
+        compiled
+            .rules()
+            .map(|r| r.limit_app.as_str())
+            .filter(|app| *app != "default" && *app != "other")
     }
 }

@@ -11,7 +11,7 @@ mod throttling;
 mod warm_up;
 mod warm_up_rate_limiter;
 
-pub(crate) use manager::FlowRules;
+pub(crate) use manager::FlowKind;
 pub use manager::FlowStatus;
 pub(crate) use reject::RejectController;
 pub(crate) use rule::u32_range;

@@ -14,10 +14,9 @@
 //! first use: PF-01).
 
 use std::hash::{Hash, Hasher};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use arc_swap::ArcSwap;
+use serde_json::{Map, Value};
 
 use super::cache::{NewValue, ValueCache};
 use super::concurrency;
@@ -28,8 +27,8 @@ use crate::flow::{ControlBehavior, FlowGrade};
 use crate::param::{ParamValue, StoredValue};
 use crate::registry::Resource;
 use crate::rules::{
-    Pairing, ResourceTable, RuleError, RuleHasher, RuleIndex, all_or_errors, carry_over,
-    check_regex_count, check_rules_per_resource, compile_patterns, first_of_each,
+    Fields, Pairing, ResourceTable, RuleError, RuleFields, RuleHasher, RuleIndex, RuleKind,
+    RuleType, all_or_errors, carry_over, compile_patterns, first_of_each,
 };
 
 /// Token buckets count in ms (Sentinel's windows); pacing counts in ns (FL-03).
@@ -401,11 +400,6 @@ impl ParamSnapshot {
         self.index.names(resource)
     }
 
-    /// Appends the regex rules matching `resource` to `signature` (see `rules::push_matching`).
-    pub(crate) fn push_matching_regex(&self, resource: &str, signature: &mut String) {
-        self.index.push_matching(resource, 'p', signature);
-    }
-
     /// The rules in load order.
     pub(crate) fn rules(&self) -> impl Iterator<Item = &ParamFlowRule> {
         self.in_order.iter().map(|s| &*s.rule)
@@ -417,47 +411,62 @@ impl ParamSnapshot {
     }
 }
 
-/// The engine's hot-parameter rules.
+/// A rule with the exception items its check worked out.
+type Parsed = (ParamFlowRule, Vec<(StoredValue, u32)>);
+
+/// A checked list of hot-parameter rules: each rule kept (the first of its equals) with its items, and
+/// its position in the list.
 #[derive(Debug)]
-pub(crate) struct ParamFlowRules {
-    snapshot: ArcSwap<ParamSnapshot>,
-    /// Whether any rule is in force (read before the snapshot, so engines without parameter rules pay
-    /// one relaxed load per entry).
-    any: AtomicBool,
-    load_lock: Mutex<()>,
+pub(crate) struct CheckedRules {
+    rules: Vec<Parsed>,
+    positions: Vec<usize>,
+}
+
+/// The hot-parameter rules: an engine's [`RuleSet`](crate::rules::RuleSet) of them holds a [`ParamSnapshot`].
+#[derive(Debug)]
+pub(crate) struct ParamFlowKind {
     /// Values each rule remembers; `None`: Sentinel's `min(4000 · durationInSec, 200000)`.
     capacity: Option<usize>,
     /// The engine clock's resolution in ns (see [`Clock::resolution`](crate::Clock::resolution)).
     tick_ns: u64,
 }
 
-impl ParamFlowRules {
+impl ParamFlowKind {
     pub(crate) fn new(capacity: Option<usize>, tick_ns: u64) -> Self {
-        ParamFlowRules {
-            snapshot: ArcSwap::default(),
-            any: AtomicBool::new(false),
-            load_lock: Mutex::new(()),
-            capacity,
-            tick_ns,
-        }
+        ParamFlowKind { capacity, tick_ns }
+    }
+}
+
+/// The hash of every field of a rule, `id` included.
+fn every_field(hasher: &RuleHasher, r: &ParamFlowRule) -> u64 {
+    hasher.hash(|h| {
+        r.id.hash(h);
+        r.hash_without_id(h);
+    })
+}
+
+impl RuleKind for ParamFlowKind {
+    type Rule = ParamFlowRule;
+    type Checked = CheckedRules;
+    type Compiled = ParamSnapshot;
+
+    const TYPE: RuleType = RuleType::ParamFlow;
+    const FIELDS: &'static Fields = &ParamFlowRule::FIELDS;
+
+    fn parse(f: RuleFields<'_>) -> Result<ParamFlowRule, RuleError> {
+        ParamFlowRule::from_fields(f)
     }
 
-    /// The rules in force.
-    #[inline]
-    pub(crate) fn snapshot(&self) -> arc_swap::Guard<Arc<ParamSnapshot>> {
-        self.snapshot.load()
+    fn to_json(rule: &ParamFlowRule) -> Map<String, Value> {
+        rule.to_json()
     }
 
-    /// Whether any rule is in force (may lag a concurrent load by a moment, like the snapshot itself).
-    #[inline]
-    pub(crate) fn any(&self) -> bool {
-        self.any.load(Ordering::Relaxed)
+    fn target(rule: &ParamFlowRule) -> Option<(&str, bool)> {
+        Some((&rule.resource, rule.regex))
     }
 
-    /// Validates `rules` and puts them in force; on error nothing changes.
-    pub(crate) fn load(&self, rules: Vec<ParamFlowRule>) -> Result<(), RuleError> {
-        check_regex_count(rules.iter().map(|r| r.regex))?;
-        check_rules_per_resource(rules.iter().map(|r| (r.resource.as_str(), r.regex)))?;
+    /// Every rule is valid; exact duplicates are dropped (Sentinel keeps rules in a set).
+    fn check(rules: Vec<ParamFlowRule>) -> Result<CheckedRules, RuleError> {
         let validated = all_or_errors(
             rules
                 .into_iter()
@@ -465,40 +474,51 @@ impl ParamFlowRules {
                 .map(|(index, rule)| Ok((rule.validate(index)?, rule))),
         )?;
         let hasher = RuleHasher::new();
-        let every_field = |r: &ParamFlowRule| {
-            hasher.hash(|h| {
-                r.id.hash(h);
-                r.hash_without_id(h);
-            })
+        let firsts = first_of_each(
+            &validated,
+            |(_, r)| every_field(&hasher, r),
+            |(_, a), (_, b)| a == b,
+        );
+        let mut checked = CheckedRules {
+            rules: Vec::new(),
+            positions: Vec::new(),
         };
-        let successor_fields = |r: &ParamFlowRule| hasher.hash(|h| hash_successor_fields(r, h));
-        // Each rule kept (the first of its equals), with its position in the list.
-        let firsts = first_of_each(&validated, |(_, r)| every_field(r), |(_, a), (_, b)| a == b);
-        let mut parsed: Vec<(ParamFlowRule, Vec<(StoredValue, u32)>)> = Vec::new();
-        let mut positions: Vec<usize> = Vec::new();
         for (position, ((items, rule), first)) in validated.into_iter().zip(firsts).enumerate() {
             if first {
-                parsed.push((rule, items));
-                positions.push(position);
+                checked.rules.push((rule, items));
+                checked.positions.push(position);
             }
         }
-        let _guard = self.load_lock.lock().unwrap_or_else(|e| e.into_inner());
-        let old = self.snapshot.load_full();
-        if old.in_order.len() == parsed.len() && old.rules().zip(&parsed).all(|(a, (b, _))| a == b)
-        {
-            return Ok(());
-        }
+        Ok(checked)
+    }
+
+    fn checked_rules(checked: &CheckedRules) -> impl Iterator<Item = &ParamFlowRule> {
+        checked.rules.iter().map(|(r, _)| r)
+    }
+
+    fn rules(compiled: &ParamSnapshot) -> impl Iterator<Item = &ParamFlowRule> {
+        compiled.rules()
+    }
+
+    fn build(
+        &self,
+        old: &ParamSnapshot,
+        checked: CheckedRules,
+    ) -> Result<ParamSnapshot, RuleError> {
+        let CheckedRules { rules, positions } = checked;
         let patterns = compile_patterns(
             positions
                 .iter()
-                .zip(&parsed)
+                .zip(&rules)
                 .map(|(&i, (r, _))| (i, r.regex.then_some(r.resource.as_str()))),
         )?;
         let generation = old.generation + 1;
-        type Parsed = (ParamFlowRule, Vec<(StoredValue, u32)>);
+        let hasher = RuleHasher::new();
+        let every_field = |r: &ParamFlowRule| every_field(&hasher, r);
+        let successor_fields = |r: &ParamFlowRule| hasher.hash(|h| hash_successor_fields(r, h));
         let in_order = carry_over(
             &old.in_order,
-            parsed,
+            rules,
             Pairing {
                 state: |s: &ParamRuleState| every_field(&s.rule),
                 rule: |(r, _): &Parsed| every_field(r),
@@ -527,15 +547,24 @@ impl ParamFlowRules {
         for state in in_order.iter().filter(|s| s.is_thread()) {
             state.cache.set_threshold(state.rule.count as i64);
         }
-        let any = !in_order.is_empty();
-        self.snapshot.store(Arc::new(ParamSnapshot {
+        Ok(ParamSnapshot {
             in_order,
             index,
             generation,
             by_resource: ResourceTable::default(),
-        }));
-        self.any.store(any, Ordering::Relaxed);
-        Ok(())
+        })
+    }
+
+    fn in_force(compiled: &ParamSnapshot) -> bool {
+        !compiled.in_order.is_empty()
+    }
+
+    fn names_exactly(compiled: &ParamSnapshot, resource: &str) -> bool {
+        compiled.names(resource)
+    }
+
+    fn push_matching_regex(compiled: &ParamSnapshot, resource: &str, signature: &mut String) {
+        compiled.index.push_matching(resource, 'p', signature);
     }
 }
 

@@ -178,7 +178,7 @@ impl Slot for ParamFlowSlot {
     #[inline]
     fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
         let args = cx.args;
-        if args.is_empty() || !cx.engine.rules.param_flow.any() {
+        if args.is_empty() || !cx.engine.rules.param_flow.in_force() {
             return Ok(());
         }
         let snapshot = cx.engine.rules.param_flow.snapshot();

@@ -17,6 +17,7 @@
 mod checks;
 mod fields;
 mod json;
+mod kind;
 mod pattern;
 mod published;
 mod reload;
@@ -41,6 +42,7 @@ pub(crate) use json::parse_rule_array;
 pub(crate) use json::{
     RuleFields, RuleItem, parse_rule_items, regex_flags, rule_head, to_json_array,
 };
+pub(crate) use kind::{AnyRuleSet, RuleKind, RuleSet, compile_targets};
 #[cfg(test)]
 pub(crate) use pattern::whole_name_regex;
 pub(crate) use pattern::{check_pattern, check_regex_count, compile_patterns};

@@ -69,7 +69,7 @@ pub(super) fn entry(chain: &SlotChain, cx: &mut SlotContext<'_>) -> Result<(), B
     if engine.rules.system.in_force() {
         check!(SystemSlot, SYSTEM);
     }
-    if engine.rules.param_flow.any() {
+    if engine.rules.param_flow.in_force() {
         check!(ParamFlowSlot, PARAM_FLOW);
     }
     if engine.rules.flow.in_force() {

@@ -1,0 +1,80 @@
+//! The rule kinds an engine enforces, registered in one place: each a typed [`RuleSet`] field the
+//! kind's slot reads on the hot path, and the same set as an [`AnyRuleSet`] for what the engine does
+//! by rule type (load JSON, count, write JSON, the resource caps' questions).
+//!
+//! A kind is one folder (its rule type, its [`RuleKind`](crate::rules::RuleKind), its slot) and one
+//! line below: its [`RuleType`], its field here and how its set is made from the engine's settings.
+
+use std::sync::Arc;
+
+use super::Config;
+use crate::authority::AuthorityKind;
+use crate::degrade::DegradeKind;
+use crate::flow::FlowKind;
+use crate::param_flow::ParamFlowKind;
+use crate::rules::{AnyRuleSet, RuleSet, RuleType};
+use crate::system::{SystemKind, SystemProbe};
+
+/// What the engine's settings give the rule kinds when their sets are made.
+pub(crate) struct KindSettings<'a> {
+    pub(crate) config: &'a Config,
+    /// The engine clock's resolution in ns (see [`Clock::resolution`](crate::Clock::resolution)).
+    pub(crate) tick_ns: u64,
+    /// What system rules read the machine's load and CPU usage from.
+    pub(crate) system_probe: Arc<dyn SystemProbe>,
+}
+
+macro_rules! rule_sets {
+    ($($variant:ident => $field:ident: $kind:ty = $make:expr),* $(,)?) => {
+        /// The rules of every kind an engine enforces.
+        #[derive(Debug)]
+        pub(crate) struct RuleSets {
+            $(pub(crate) $field: RuleSet<$kind>,)*
+        }
+
+        // Each set is registered under its kind's own rule type.
+        $(const _: () = assert!(matches!(
+            <$kind as crate::rules::RuleKind>::TYPE,
+            RuleType::$variant
+        ));)*
+
+        impl RuleSets {
+            /// Every set, with no rule in force yet.
+            pub(crate) fn new(settings: &KindSettings<'_>) -> Self {
+                RuleSets {
+                    $($field: RuleSet::new(($make)(settings)),)*
+                }
+            }
+
+            /// The set of `rule_type`.
+            pub(crate) fn get(&self, rule_type: RuleType) -> &dyn AnyRuleSet {
+                match rule_type {
+                    $(RuleType::$variant => &self.$field,)*
+                }
+            }
+
+            /// Every set, in registration order.
+            pub(crate) fn all(&self) -> impl Iterator<Item = &dyn AnyRuleSet> {
+                [$(&self.$field as &dyn AnyRuleSet),*].into_iter()
+            }
+
+            /// Whether any rule of `rule_type` is in force (a static call: custom chains ask it for
+            /// each slot of an entry).
+            #[inline]
+            pub(crate) fn in_force(&self, rule_type: RuleType) -> bool {
+                match rule_type {
+                    $(RuleType::$variant => self.$field.in_force(),)*
+                }
+            }
+        }
+    };
+}
+
+rule_sets! {
+    Flow => flow: FlowKind = |s: &KindSettings<'_>| FlowKind::new(s.config.cold_factor, s.tick_ns),
+    Degrade => degrade: DegradeKind = |_: &KindSettings<'_>| DegradeKind::default(),
+    Authority => authority: AuthorityKind = |_: &KindSettings<'_>| AuthorityKind,
+    System => system: SystemKind = |s: &KindSettings<'_>| SystemKind::new(s.system_probe.clone()),
+    ParamFlow => param_flow: ParamFlowKind =
+        |s: &KindSettings<'_>| ParamFlowKind::new(s.config.param_capacity, s.tick_ns),
+}
