@@ -12,15 +12,14 @@
 use std::sync::Arc;
 
 use regex::Regex;
-use serde_json::{Map, Value};
 
 use super::listing::Listing;
 use super::rule::{AuthorityRule, AuthorityStrategy};
 use crate::keyed_hash::{KeyedMap, keyed_map};
 use crate::registry::Resource;
 use crate::rules::{
-    Fields, ResourceTable, RuleError, RuleFields, RuleKind, RuleType, applicable, compile_patterns,
-    no_errors, push_matching,
+    CheckedList, CompiledRules, ResourceTable, RuleError, RuleKind, applicable, no_errors,
+    push_matching,
 };
 
 /// An immutable set of authority rules.
@@ -52,9 +51,12 @@ impl AuthoritySnapshot {
     fn resolve(&self, resource: &str) -> Box<[Arc<Listing>]> {
         applicable(self.exact.get(resource).cloned(), &self.regex, resource).into_boxed_slice()
     }
+}
 
-    /// The rules in load order (repeated rules included).
-    pub(crate) fn rules(&self) -> impl Iterator<Item = &AuthorityRule> {
+impl CompiledRules for AuthoritySnapshot {
+    type Rule = AuthorityRule;
+
+    fn rules(&self) -> impl Iterator<Item = &AuthorityRule> {
         self.in_order.iter().map(|r| &**r)
     }
 }
@@ -93,17 +95,46 @@ pub(crate) fn conflicts<'r>(
 #[derive(Debug, Default)]
 pub(crate) struct AuthorityKind;
 
-impl RuleKind for AuthorityKind {
-    type Rule = AuthorityRule;
-    type Checked = Vec<AuthorityRule>;
-    type Compiled = AuthoritySnapshot;
+/// A checked list of authority rules: every rule is valid, and no two rules of one resource admit
+/// different origins.
+#[derive(Debug)]
+pub(crate) struct OneRuleEach(Vec<AuthorityRule>);
 
-    const TYPE: RuleType = RuleType::Authority;
-    const FIELDS: &'static Fields = &AuthorityRule::FIELDS;
-
-    fn parse(f: RuleFields<'_>) -> Result<AuthorityRule, RuleError> {
-        AuthorityRule::from_fields(f)
+impl CheckedList<AuthorityRule> for OneRuleEach {
+    fn check(rules: Vec<AuthorityRule>) -> Result<Self, RuleError> {
+        let checked: Vec<Result<(), RuleError>> = rules
+            .iter()
+            .enumerate()
+            .map(|(index, rule)| rule.validate(index))
+            .collect();
+        // Conflicts among the valid rules only, as the JSON path (which validates while parsing) does.
+        let valid = rules
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| checked[*index].is_ok());
+        let mut errors = conflicts(valid);
+        errors.extend(checked.into_iter().filter_map(Result::err));
+        no_errors(errors)?;
+        Ok(OneRuleEach(rules))
     }
+
+    fn rules(&self) -> impl Iterator<Item = &AuthorityRule> {
+        self.0.iter()
+    }
+
+    /// The first rule of each pattern is the one in force (the others decide alike).
+    fn patterns(&self) -> impl Iterator<Item = (usize, Option<&str>)> {
+        let mut seen: KeyedMap<&str, ()> = keyed_map();
+        self.0.iter().enumerate().map(move |(index, rule)| {
+            let first = rule.regex && seen.insert(&rule.resource, ()).is_none();
+            (index, first.then_some(rule.resource.as_str()))
+        })
+    }
+}
+
+impl RuleKind for AuthorityKind {
+    type Checked = OneRuleEach;
+    type Compiled = AuthoritySnapshot;
 
     /// Unlike the other kinds, the conflicts among the rules that did parse are named too when some
     /// did not: a resource takes one authority rule, and the list is refused for both reasons at once.
@@ -123,51 +154,13 @@ impl RuleKind for AuthorityKind {
         no_errors(errors).map(|()| Vec::new())
     }
 
-    fn to_json(rule: &AuthorityRule) -> Map<String, Value> {
-        rule.to_json()
-    }
-
-    fn target(rule: &AuthorityRule) -> Option<(&str, bool)> {
-        Some((&rule.resource, rule.regex))
-    }
-
-    /// Every rule is valid, and no two rules of one resource admit different origins.
-    fn check(rules: Vec<AuthorityRule>) -> Result<Vec<AuthorityRule>, RuleError> {
-        let checked: Vec<Result<(), RuleError>> = rules
-            .iter()
-            .enumerate()
-            .map(|(index, rule)| rule.validate(index))
-            .collect();
-        // Conflicts among the valid rules only, as the JSON path (which validates while parsing) does.
-        let valid = rules
-            .iter()
-            .enumerate()
-            .filter(|(index, _)| checked[*index].is_ok());
-        let mut errors = conflicts(valid);
-        errors.extend(checked.into_iter().filter_map(Result::err));
-        no_errors(errors)?;
-        Ok(rules)
-    }
-
-    fn checked_rules(checked: &Vec<AuthorityRule>) -> impl Iterator<Item = &AuthorityRule> {
-        checked.iter()
-    }
-
-    fn rules(compiled: &AuthoritySnapshot) -> impl Iterator<Item = &AuthorityRule> {
-        compiled.rules()
-    }
-
     fn build(
         &self,
         _old: &AuthoritySnapshot,
-        rules: Vec<AuthorityRule>,
-    ) -> Result<AuthoritySnapshot, RuleError> {
-        // The first rule of each pattern is the one in force (the others decide alike).
-        let mut patterns_seen: KeyedMap<&str, ()> = keyed_map();
-        let patterns = compile_patterns(rules.iter().enumerate().map(|(index, rule)| {
-            let first = rule.regex && patterns_seen.insert(&rule.resource, ()).is_none();
-            (index, first.then_some(rule.resource.as_str()))
-        }))?;
+        checked: OneRuleEach,
+        patterns: Vec<Option<Regex>>,
+    ) -> AuthoritySnapshot {
+        let OneRuleEach(rules) = checked;
         let mut exact: KeyedMap<Box<str>, Arc<Listing>> = keyed_map();
         let mut regex: Vec<(Regex, Arc<Listing>)> = Vec::new();
         let mut in_order = Vec::with_capacity(rules.len());
@@ -184,16 +177,12 @@ impl RuleKind for AuthorityKind {
                 None => {}
             }
         }
-        Ok(AuthoritySnapshot {
+        AuthoritySnapshot {
             in_order,
             exact,
             regex,
             by_resource: ResourceTable::default(),
-        })
-    }
-
-    fn in_force(compiled: &AuthoritySnapshot) -> bool {
-        !compiled.in_order.is_empty()
+        }
     }
 
     fn names_exactly(compiled: &AuthoritySnapshot, resource: &str) -> bool {

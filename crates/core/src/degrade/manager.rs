@@ -20,7 +20,7 @@ use std::hash::Hash;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use serde_json::{Map, Value};
+use regex::Regex;
 
 use super::breaker::Breaker;
 use super::observer::{BreakerStatus, Observers};
@@ -28,8 +28,8 @@ use super::rule::DegradeRule;
 use crate::keyed_hash::{KeyedMap, keyed_map};
 use crate::registry::Resource;
 use crate::rules::{
-    Fields, Pairing, ResourceTable, RuleError, RuleFields, RuleHasher, RuleIndex, RuleKind,
-    RuleType, all_or_errors, carry_over, compile_targets,
+    CompiledRules, HoldsRule, ResourceTable, RuleHasher, RuleIndex, RuleKind, RulePairing,
+    carry_over_rules,
 };
 
 /// The breakers of one rule.
@@ -117,6 +117,14 @@ impl RuleState {
     }
 }
 
+impl HoldsRule for RuleState {
+    type Rule = DegradeRule;
+
+    fn rule(&self) -> &DegradeRule {
+        &self.rule
+    }
+}
+
 /// The breakers that apply to one resource.
 #[derive(Debug, Default)]
 pub(crate) struct Resolved {
@@ -182,11 +190,6 @@ impl DegradeSnapshot {
         self.index.names(resource)
     }
 
-    /// The rules in load order.
-    pub(crate) fn rules(&self) -> impl Iterator<Item = &DegradeRule> {
-        self.in_order.iter().map(|s| &*s.rule)
-    }
-
     /// Every breaker in use, in rule order (a per-resource rule's breakers by resource name); a default
     /// rule's breaker for a resource that now has rules of its own is left out.
     pub(crate) fn statuses(&self, now: u64) -> Vec<BreakerStatus> {
@@ -196,6 +199,14 @@ impl DegradeSnapshot {
             .filter(|b| !b.rule.is_default() || !self.has_rules(&b.resource))
             .map(|b| b.status(now))
             .collect()
+    }
+}
+
+impl CompiledRules for DegradeSnapshot {
+    type Rule = DegradeRule;
+
+    fn rules(&self) -> impl Iterator<Item = &DegradeRule> {
+        self.in_order.iter().map(|s| &*s.rule)
     }
 }
 
@@ -225,92 +236,51 @@ impl DegradeKind {
 }
 
 impl RuleKind for DegradeKind {
-    type Rule = DegradeRule;
     type Checked = Vec<DegradeRule>;
     type Compiled = DegradeSnapshot;
-
-    const TYPE: RuleType = RuleType::Degrade;
-    const FIELDS: &'static Fields = &DegradeRule::FIELDS;
-
-    fn parse(f: RuleFields<'_>) -> Result<DegradeRule, RuleError> {
-        DegradeRule::from_fields(f)
-    }
-
-    fn to_json(rule: &DegradeRule) -> Map<String, Value> {
-        rule.to_json()
-    }
-
-    fn target(rule: &DegradeRule) -> Option<(&str, bool)> {
-        Some((&rule.resource, rule.regex))
-    }
-
-    fn check(rules: Vec<DegradeRule>) -> Result<Vec<DegradeRule>, RuleError> {
-        all_or_errors(rules.iter().enumerate().map(|(i, r)| r.validate(i)))?;
-        Ok(rules)
-    }
-
-    fn checked_rules(checked: &Vec<DegradeRule>) -> impl Iterator<Item = &DegradeRule> {
-        checked.iter()
-    }
-
-    fn rules(compiled: &DegradeSnapshot) -> impl Iterator<Item = &DegradeRule> {
-        compiled.rules()
-    }
 
     fn build(
         &self,
         old: &DegradeSnapshot,
         rules: Vec<DegradeRule>,
-    ) -> Result<DegradeSnapshot, RuleError> {
-        let patterns = compile_targets::<Self>(&rules)?;
+        patterns: Vec<Option<Regex>>,
+    ) -> DegradeSnapshot {
         let hasher = RuleHasher::new();
-        let breaker_fields = |r: &DegradeRule| hasher.hash(|h| r.hash_breaker_fields(h));
-        let every_field = |r: &DegradeRule| {
-            hasher.hash(|h| {
-                r.id.hash(h);
-                r.limit_app.hash(h);
-                r.hash_breaker_fields(h);
-            })
-        };
-        let in_order = carry_over(
+        let in_order = carry_over_rules(
             &old.in_order,
             rules,
-            Pairing {
-                state: |s: &RuleState| every_field(&s.rule),
-                rule: &every_field,
-                holds: |s: &RuleState, r: &DegradeRule| *s.rule == *r,
-            },
-            // Only the presentation differs (`id`; `limitApp`, which breakers ignore): an open breaker
-            // must not close because a dashboard renumbered its rules.
-            Pairing {
-                state: |s: &RuleState| breaker_fields(&s.rule),
-                rule: &breaker_fields,
-                holds: |s: &RuleState, r: &DegradeRule| s.rule.eq_breaker_fields(r),
+            |r| r,
+            RulePairing {
+                every_field: |r: &DegradeRule| {
+                    hasher.hash(|h| {
+                        r.id.hash(h);
+                        r.limit_app.hash(h);
+                        r.hash_breaker_fields(h);
+                    })
+                },
+                // Only the presentation differs (`id`; `limitApp`, which breakers ignore): an open
+                // breaker must not close because a dashboard renumbered its rules.
+                similar_fields: |r: &DegradeRule| hasher.hash(|h| r.hash_breaker_fields(h)),
+                similar: DegradeRule::eq_breaker_fields,
             },
             |rule, similar| match similar {
                 Some(old) => RuleState::carried(rule, &self.observers, old),
                 None => RuleState::new(rule, &self.observers),
             },
         );
-        let index = RuleIndex::new(in_order.iter().zip(patterns), |s| {
-            (!s.rule.is_default()).then_some(s.rule.resource.as_str())
-        });
-        let defaults: Vec<Arc<RuleState>> = in_order
-            .iter()
-            .filter(|s| !s.rule.regex && s.rule.is_default())
-            .cloned()
-            .collect();
-        Ok(DegradeSnapshot {
+        DegradeSnapshot {
+            index: RuleIndex::new(in_order.iter().zip(patterns), |s| {
+                (!s.rule.is_default()).then_some(s.rule.resource.as_str())
+            }),
+            defaults: in_order
+                .iter()
+                .filter(|s| !s.rule.regex && s.rule.is_default())
+                .cloned()
+                .collect(),
             in_order,
-            index,
-            defaults,
             observers: self.observers.clone(),
             by_resource: ResourceTable::default(),
-        })
-    }
-
-    fn in_force(compiled: &DegradeSnapshot) -> bool {
-        !compiled.in_order.is_empty()
+        }
     }
 
     /// Sets the flags of the two degrade slots.

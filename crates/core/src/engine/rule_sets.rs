@@ -34,7 +34,7 @@ macro_rules! rule_sets {
 
         // Each set is registered under its kind's own rule type.
         $(const _: () = assert!(matches!(
-            <$kind as crate::rules::RuleKind>::TYPE,
+            <crate::rules::Rule<$kind> as crate::rules::SentinelRule>::TYPE,
             RuleType::$variant
         ));)*
 

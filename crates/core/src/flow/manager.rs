@@ -12,7 +12,7 @@ use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Map, Value};
+use regex::Regex;
 
 use super::limit_app::LimitApp;
 use super::rule::{ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
@@ -23,8 +23,8 @@ use crate::keyed_hash::KeyedMap;
 use crate::registry::Resource;
 
 use crate::rules::{
-    Fields, Pairing, ResourceTable, RuleError, RuleFields, RuleHasher, RuleIndex, RuleKind,
-    RuleType, all_or_errors, carry_over, compile_targets,
+    CompiledRules, HoldsRule, ResourceTable, RuleHasher, RuleIndex, RuleKind, RulePairing,
+    carry_over_rules,
 };
 
 /// How a rule shapes traffic, with its state.
@@ -158,6 +158,14 @@ pub(crate) struct FlowRuleState {
     pub(crate) controller: Controller,
 }
 
+impl HoldsRule for FlowRuleState {
+    type Rule = FlowRule;
+
+    fn rule(&self) -> &FlowRule {
+        &self.rule
+    }
+}
+
 /// The rules of one resource, in check order, and the origins they name.
 #[derive(Debug, Default)]
 pub(crate) struct ResourceRules {
@@ -236,9 +244,12 @@ impl FlowSnapshot {
     pub(crate) fn statuses(&self) -> Vec<FlowStatus> {
         self.in_order.iter().map(|s| s.status()).collect()
     }
+}
 
-    /// The rules in load order.
-    pub(crate) fn rules(&self) -> impl Iterator<Item = &FlowRule> {
+impl CompiledRules for FlowSnapshot {
+    type Rule = FlowRule;
+
+    fn rules(&self) -> impl Iterator<Item = &FlowRule> {
         self.in_order.iter().map(|s| &*s.rule)
     }
 }
@@ -281,69 +292,35 @@ impl FlowKind {
 }
 
 impl RuleKind for FlowKind {
-    type Rule = FlowRule;
     type Checked = Vec<FlowRule>;
     type Compiled = FlowSnapshot;
 
-    const TYPE: RuleType = RuleType::Flow;
-    const FIELDS: &'static Fields = &FlowRule::FIELDS;
-
-    fn parse(f: RuleFields<'_>) -> Result<FlowRule, RuleError> {
-        FlowRule::from_fields(f)
-    }
-
-    fn to_json(rule: &FlowRule) -> Map<String, Value> {
-        rule.to_json()
-    }
-
-    fn target(rule: &FlowRule) -> Option<(&str, bool)> {
-        Some((&rule.resource, rule.regex))
-    }
-
-    fn check(rules: Vec<FlowRule>) -> Result<Vec<FlowRule>, RuleError> {
-        all_or_errors(rules.iter().enumerate().map(|(i, r)| r.validate(i)))?;
-        Ok(rules)
-    }
-
-    fn checked_rules(checked: &Vec<FlowRule>) -> impl Iterator<Item = &FlowRule> {
-        checked.iter()
-    }
-
-    fn rules(compiled: &FlowSnapshot) -> impl Iterator<Item = &FlowRule> {
-        compiled.rules()
-    }
-
-    fn build(&self, old: &FlowSnapshot, rules: Vec<FlowRule>) -> Result<FlowSnapshot, RuleError> {
-        let patterns = compile_targets::<Self>(&rules)?;
+    fn build(
+        &self,
+        old: &FlowSnapshot,
+        rules: Vec<FlowRule>,
+        patterns: Vec<Option<Regex>>,
+    ) -> FlowSnapshot {
         let hasher = RuleHasher::new();
-        let without_id = |r: &FlowRule| hasher.hash(|h| r.hash_without_id(h));
-        let every_field = |r: &FlowRule| {
-            hasher.hash(|h| {
-                r.id.hash(h);
-                r.hash_without_id(h);
-            })
-        };
-        let in_order = carry_over(
+        let in_order = carry_over_rules(
             &old.in_order,
             rules,
-            Pairing {
-                state: |s: &FlowRuleState| every_field(&s.rule),
-                rule: &every_field,
-                holds: |s: &FlowRuleState, r: &FlowRule| *s.rule == *r,
-            },
-            // Only the id differs: a dashboard that numbers its rules afresh (after a restart) must not
-            // send warm-up back to cold or drop pacing reservations.
-            Pairing {
-                state: |s: &FlowRuleState| without_id(&s.rule),
-                rule: &without_id,
-                holds: |s: &FlowRuleState, r: &FlowRule| s.rule.id != r.id && s.rule.eq_but_id(r),
+            |r| r,
+            RulePairing {
+                every_field: |r: &FlowRule| {
+                    hasher.hash(|h| {
+                        r.id.hash(h);
+                        r.hash_without_id(h);
+                    })
+                },
+                // Only the id differs: a dashboard that numbers its rules afresh (after a restart)
+                // must not send warm-up back to cold or drop pacing reservations.
+                similar_fields: |r: &FlowRule| hasher.hash(|h| r.hash_without_id(h)),
+                similar: |old: &FlowRule, new: &FlowRule| old.id != new.id && old.eq_but_id(new),
             },
             |rule, similar| self.state(rule, similar),
         );
-        let index = RuleIndex::new(in_order.iter().zip(patterns), |s| {
-            Some(s.rule.resource.as_str())
-        });
-        Ok(FlowSnapshot {
+        FlowSnapshot {
             references: [FlowStrategy::Relate, FlowStrategy::Chain].map(|strategy| {
                 in_order
                     .iter()
@@ -351,14 +328,12 @@ impl RuleKind for FlowKind {
                     .filter_map(|s| Some((Box::from(s.rule.ref_resource.as_deref()?), ())))
                     .collect()
             }),
+            index: RuleIndex::new(in_order.iter().zip(patterns), |s| {
+                Some(s.rule.resource.as_str())
+            }),
             in_order,
-            index,
             by_resource: ResourceTable::default(),
-        })
-    }
-
-    fn in_force(compiled: &FlowSnapshot) -> bool {
-        !compiled.in_order.is_empty()
+        }
     }
 
     /// A rule names a resource exactly, or a RELATE rule reads it (its reference must be counted).

@@ -16,7 +16,7 @@
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use regex::Regex;
 
 use super::cache::{NewValue, ValueCache};
 use super::concurrency;
@@ -27,8 +27,8 @@ use crate::flow::{ControlBehavior, FlowGrade};
 use crate::param::{ParamValue, StoredValue};
 use crate::registry::Resource;
 use crate::rules::{
-    Fields, Pairing, ResourceTable, RuleError, RuleFields, RuleHasher, RuleIndex, RuleKind,
-    RuleType, all_or_errors, carry_over, compile_patterns, first_of_each,
+    CheckedList, CompiledRules, HoldsRule, ResourceTable, RuleError, RuleHasher, RuleIndex,
+    RuleKind, RulePairing, all_or_errors, carry_over_rules, first_of_each, pattern,
 };
 
 /// Token buckets count in ms (Sentinel's windows); pacing counts in ns (FL-03).
@@ -320,6 +320,14 @@ impl ParamRuleState {
     }
 }
 
+impl HoldsRule for ParamRuleState {
+    type Rule = ParamFlowRule;
+
+    fn rule(&self) -> &ParamFlowRule {
+        &self.rule
+    }
+}
+
 /// Whether `new` takes the state of `old` (a rule in force that it replaces, not equal to it): a QPS
 /// rule equal but for its `id`, or a THREAD rule of the same resource, argument and exception items
 /// (its calls in flight are the same calls, whatever the count).
@@ -400,14 +408,17 @@ impl ParamSnapshot {
         self.index.names(resource)
     }
 
-    /// The rules in load order.
-    pub(crate) fn rules(&self) -> impl Iterator<Item = &ParamFlowRule> {
-        self.in_order.iter().map(|s| &*s.rule)
-    }
-
     /// The status of every rule, in load order.
     pub(crate) fn statuses(&self) -> Vec<ParamFlowStatus> {
         self.in_order.iter().map(|s| s.status()).collect()
+    }
+}
+
+impl CompiledRules for ParamSnapshot {
+    type Rule = ParamFlowRule;
+
+    fn rules(&self) -> impl Iterator<Item = &ParamFlowRule> {
+        self.in_order.iter().map(|s| &*s.rule)
     }
 }
 
@@ -445,28 +456,9 @@ fn every_field(hasher: &RuleHasher, r: &ParamFlowRule) -> u64 {
     })
 }
 
-impl RuleKind for ParamFlowKind {
-    type Rule = ParamFlowRule;
-    type Checked = CheckedRules;
-    type Compiled = ParamSnapshot;
-
-    const TYPE: RuleType = RuleType::ParamFlow;
-    const FIELDS: &'static Fields = &ParamFlowRule::FIELDS;
-
-    fn parse(f: RuleFields<'_>) -> Result<ParamFlowRule, RuleError> {
-        ParamFlowRule::from_fields(f)
-    }
-
-    fn to_json(rule: &ParamFlowRule) -> Map<String, Value> {
-        rule.to_json()
-    }
-
-    fn target(rule: &ParamFlowRule) -> Option<(&str, bool)> {
-        Some((&rule.resource, rule.regex))
-    }
-
+impl CheckedList<ParamFlowRule> for CheckedRules {
     /// Every rule is valid; exact duplicates are dropped (Sentinel keeps rules in a set).
-    fn check(rules: Vec<ParamFlowRule>) -> Result<CheckedRules, RuleError> {
+    fn check(rules: Vec<ParamFlowRule>) -> Result<Self, RuleError> {
         let validated = all_or_errors(
             rules
                 .into_iter()
@@ -492,42 +484,38 @@ impl RuleKind for ParamFlowKind {
         Ok(checked)
     }
 
-    fn checked_rules(checked: &CheckedRules) -> impl Iterator<Item = &ParamFlowRule> {
-        checked.rules.iter().map(|(r, _)| r)
+    fn rules(&self) -> impl Iterator<Item = &ParamFlowRule> {
+        self.rules.iter().map(|(r, _)| r)
     }
 
-    fn rules(compiled: &ParamSnapshot) -> impl Iterator<Item = &ParamFlowRule> {
-        compiled.rules()
+    fn patterns(&self) -> impl Iterator<Item = (usize, Option<&str>)> {
+        self.positions
+            .iter()
+            .zip(&self.rules)
+            .map(|(&index, (rule, _))| (index, pattern(rule)))
     }
+}
+
+impl RuleKind for ParamFlowKind {
+    type Checked = CheckedRules;
+    type Compiled = ParamSnapshot;
 
     fn build(
         &self,
         old: &ParamSnapshot,
         checked: CheckedRules,
-    ) -> Result<ParamSnapshot, RuleError> {
-        let CheckedRules { rules, positions } = checked;
-        let patterns = compile_patterns(
-            positions
-                .iter()
-                .zip(&rules)
-                .map(|(&i, (r, _))| (i, r.regex.then_some(r.resource.as_str()))),
-        )?;
+        patterns: Vec<Option<Regex>>,
+    ) -> ParamSnapshot {
         let generation = old.generation + 1;
         let hasher = RuleHasher::new();
-        let every_field = |r: &ParamFlowRule| every_field(&hasher, r);
-        let successor_fields = |r: &ParamFlowRule| hasher.hash(|h| hash_successor_fields(r, h));
-        let in_order = carry_over(
+        let in_order = carry_over_rules(
             &old.in_order,
-            rules,
-            Pairing {
-                state: |s: &ParamRuleState| every_field(&s.rule),
-                rule: |(r, _): &Parsed| every_field(r),
-                holds: |s: &ParamRuleState, (r, _): &Parsed| *s.rule == *r,
-            },
-            Pairing {
-                state: |s: &ParamRuleState| successor_fields(&s.rule),
-                rule: |(r, _): &Parsed| successor_fields(r),
-                holds: |s: &ParamRuleState, (r, _): &Parsed| succeeds(r, &s.rule),
+            checked.rules,
+            |(r, _): &Parsed| r,
+            RulePairing {
+                every_field: |r: &ParamFlowRule| every_field(&hasher, r),
+                similar_fields: |r: &ParamFlowRule| hasher.hash(|h| hash_successor_fields(r, h)),
+                similar: |old: &ParamFlowRule, new: &ParamFlowRule| succeeds(new, old),
             },
             |(rule, items), similar| {
                 ParamRuleState::new(
@@ -547,16 +535,12 @@ impl RuleKind for ParamFlowKind {
         for state in in_order.iter().filter(|s| s.is_thread()) {
             state.cache.set_threshold(state.rule.count as i64);
         }
-        Ok(ParamSnapshot {
+        ParamSnapshot {
             in_order,
             index,
             generation,
             by_resource: ResourceTable::default(),
-        })
-    }
-
-    fn in_force(compiled: &ParamSnapshot) -> bool {
-        !compiled.in_order.is_empty()
+        }
     }
 
     fn names_exactly(compiled: &ParamSnapshot, resource: &str) -> bool {

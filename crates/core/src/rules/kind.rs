@@ -22,59 +22,111 @@ use super::{
 };
 use crate::registry::Registry;
 
-/// What is particular to one kind of rules. The value is the kind's own settings and state beside its
-/// published rules (observers, probes, flags); the [`RuleSet`] of the kind derefs to it.
-pub(crate) trait RuleKind: fmt::Debug + Send + Sync + Sized + 'static {
-    /// The rule type users write.
-    type Rule: Clone + PartialEq + fmt::Debug + Send + Sync + 'static;
-    /// A list that passed [`check`](Self::check), with what checking it worked out.
-    type Checked;
-    /// The rules in force as the kind's slot reads them, built from a checked list.
-    type Compiled: Default + fmt::Debug + Send + Sync + 'static;
-
-    /// The kind's rule type.
+/// A rule as Sentinel writes it: its type, its JSON fields, how it is read and written, the resource it
+/// names and its own check.
+pub(crate) trait SentinelRule:
+    Clone + PartialEq + fmt::Debug + Send + Sync + 'static
+{
+    /// The rule type.
     const TYPE: RuleType;
-    /// The JSON fields of the kind's rules (the others are reported as unknown).
-    const FIELDS: &'static Fields;
-    /// Whether the rules name resources (exactly or by a pattern), so that the caps on regex rules
-    /// and on the rules of one resource apply.
+    /// The JSON fields of the rule (the others are reported as unknown).
+    const FIELDS: Fields;
+    /// Whether rules of the type name resources (exactly or by a pattern), so that the caps on regex
+    /// rules and on the rules of one resource apply.
     const NAMES_RESOURCES: bool = true;
 
     /// Reads a rule from Sentinel JSON (and checks it, so that the error names the field).
-    fn parse(f: RuleFields<'_>) -> Result<Self::Rule, RuleError>;
+    fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError>;
+
+    /// The rule as Sentinel JSON (nulls omitted).
+    fn to_json(&self) -> Map<String, Value>;
+
+    /// The resource the rule names and whether it is a pattern (`None` when
+    /// [`NAMES_RESOURCES`](Self::NAMES_RESOURCES) is false).
+    fn target(&self) -> Option<(&str, bool)>;
+
+    /// Checks the rule; `index` is its position in the list being loaded.
+    fn check(&self, index: usize) -> Result<(), RuleError>;
+}
+
+/// A list of rules that passed its checks as a whole, with what checking it worked out.
+pub(crate) trait CheckedList<R: 'static>: Sized {
+    /// Checks every rule of `rules` (the caps are checked before), naming every rule at fault.
+    fn check(rules: Vec<R>) -> Result<Self, RuleError>;
+
+    /// The rules, as they would be in force.
+    fn rules(&self) -> impl Iterator<Item = &R>;
+
+    /// The patterns to compile, one for each rule of [`rules`](Self::rules) with the position of the
+    /// rule in the list loaded: the resource of a regex rule, `None` for the others.
+    fn patterns(&self) -> impl Iterator<Item = (usize, Option<&str>)>;
+}
+
+/// Most kinds: every rule passes its own check.
+impl<R: SentinelRule> CheckedList<R> for Vec<R> {
+    fn check(rules: Vec<R>) -> Result<Self, RuleError> {
+        all_or_errors(rules.iter().enumerate().map(|(i, r)| r.check(i)))?;
+        Ok(rules)
+    }
+
+    fn rules(&self) -> impl Iterator<Item = &R> {
+        self.iter()
+    }
+
+    fn patterns(&self) -> impl Iterator<Item = (usize, Option<&str>)> {
+        self.iter()
+            .enumerate()
+            .map(|(index, rule)| (index, pattern(rule)))
+    }
+}
+
+/// The resource of `rule` when it is a pattern.
+pub(crate) fn pattern<R: SentinelRule>(rule: &R) -> Option<&str> {
+    rule.target()
+        .and_then(|(resource, regex)| regex.then_some(resource))
+}
+
+/// The compiled form of a kind's rules: what its slot reads.
+pub(crate) trait CompiledRules: Default + fmt::Debug + Send + Sync + 'static {
+    /// The rule type.
+    type Rule: SentinelRule;
+
+    /// The rules in force, in load order.
+    fn rules(&self) -> impl Iterator<Item = &Self::Rule>;
+}
+
+/// The rules of a kind.
+pub(crate) type Rule<K> = <<K as RuleKind>::Compiled as CompiledRules>::Rule;
+
+/// What is particular to one kind of rules beside its rule type: how a checked list is compiled and
+/// what the compiled form names. The value is the kind's own settings and state beside its published
+/// rules (observers, probes, flags); the [`RuleSet`] of the kind derefs to it.
+pub(crate) trait RuleKind: fmt::Debug + Send + Sync + Sized + 'static {
+    /// The rules in force as the kind's slot reads them.
+    type Compiled: CompiledRules;
+    /// A list that passed its checks.
+    type Checked: CheckedList<Rule<Self>>;
 
     /// Every rule of a list read from JSON, or the errors of those that failed.
     fn parse_list(
-        parsed: Vec<Result<Self::Rule, RuleError>>,
-    ) -> Result<Vec<Self::Rule>, RuleError> {
+        parsed: Vec<Result<Rule<Self>, RuleError>>,
+    ) -> Result<Vec<Rule<Self>>, RuleError> {
         all_or_errors(parsed)
     }
 
-    /// The rule as Sentinel JSON (nulls omitted).
-    fn to_json(rule: &Self::Rule) -> Map<String, Value>;
-
-    /// The resource a rule names and whether it is a pattern (`None` when
-    /// [`NAMES_RESOURCES`](Self::NAMES_RESOURCES) is false).
-    fn target(rule: &Self::Rule) -> Option<(&str, bool)>;
-
-    /// Checks every rule of a list (the caps are checked before), naming every rule at fault.
-    fn check(rules: Vec<Self::Rule>) -> Result<Self::Checked, RuleError>;
-
-    /// The rules of a checked list, as they would be in force.
-    fn checked_rules(checked: &Self::Checked) -> impl Iterator<Item = &Self::Rule>;
-
-    /// The rules in force, in load order.
-    fn rules(compiled: &Self::Compiled) -> impl Iterator<Item = &Self::Rule>;
-
-    /// The compiled form of a checked list, taking over the state of `old`'s rules that the list keeps.
+    /// The compiled form of a checked list (`patterns`: the compiled pattern of each of its rules, in
+    /// order), taking over the state of `old`'s rules that the list keeps.
     fn build(
         &self,
         old: &Self::Compiled,
         checked: Self::Checked,
-    ) -> Result<Self::Compiled, RuleError>;
+        patterns: Vec<Option<Regex>>,
+    ) -> Self::Compiled;
 
-    /// Whether the compiled rules give the kind's slot work.
-    fn in_force(compiled: &Self::Compiled) -> bool;
+    /// Whether the compiled rules give the kind's slot work: whether any rule is in force.
+    fn in_force(compiled: &Self::Compiled) -> bool {
+        compiled.rules().next().is_some()
+    }
 
     /// Called after each load that succeeded, with the rules then in force (the same as before when
     /// the list did not change).
@@ -98,16 +150,6 @@ pub(crate) trait RuleKind: fmt::Debug + Send + Sync + Sized + 'static {
         let _ = compiled;
         std::iter::empty()
     }
-}
-
-/// The compiled patterns of `rules` in list order: a regex rule's, `None` for the others.
-pub(crate) fn compile_targets<K: RuleKind>(
-    rules: &[K::Rule],
-) -> Result<Vec<Option<Regex>>, RuleError> {
-    compile_patterns(rules.iter().enumerate().map(|(index, rule)| {
-        let pattern = K::target(rule).and_then(|(resource, regex)| regex.then_some(resource));
-        (index, pattern)
-    }))
 }
 
 /// The rules of one kind in force, and the kind's own state.
@@ -154,23 +196,25 @@ impl<K: RuleKind> RuleSet<K> {
     }
 
     /// A copy of the rules in force, in load order.
-    pub(crate) fn rules(&self) -> Vec<K::Rule> {
-        K::rules(&self.snapshot()).cloned().collect()
+    pub(crate) fn rules(&self) -> Vec<Rule<K>> {
+        self.snapshot().rules().cloned().collect()
     }
 
     /// Checks `rules` as a whole and puts them in force; on error nothing changes. A list equal to the
     /// one in force changes nothing either.
-    pub(crate) fn load(&self, rules: Vec<K::Rule>) -> Result<(), RuleError> {
-        check_regex_count(rules.iter().filter_map(K::target).map(|(_, regex)| regex))?;
-        check_rules_per_resource(rules.iter().filter_map(K::target))?;
-        let checked = K::check(rules)?;
+    pub(crate) fn load(&self, rules: Vec<Rule<K>>) -> Result<(), RuleError> {
+        let targets = || rules.iter().filter_map(SentinelRule::target);
+        check_regex_count(targets().map(|(_, regex)| regex))?;
+        check_rules_per_resource(targets())?;
+        let checked = K::Checked::check(rules)?;
         let _guard = self.load_lock.lock().unwrap_or_else(|e| e.into_inner());
         let old = self.published.load_full();
-        if K::rules(&old).eq(K::checked_rules(&checked)) {
+        if old.rules().eq(checked.rules()) {
             self.kind.loaded(&old);
             return Ok(());
         }
-        let new = Arc::new(self.kind.build(&old, checked)?);
+        let patterns = compile_patterns(checked.patterns())?;
+        let new = Arc::new(self.kind.build(&old, checked, patterns));
         let in_force = K::in_force(&new);
         self.published.store(new.clone(), in_force);
         self.kind.loaded(&new);
@@ -180,7 +224,7 @@ impl<K: RuleKind> RuleSet<K> {
     /// [`load`](Self::load)s `rules` and reports the load (see [`report`](Self::report)).
     pub(crate) fn load_reported(
         &self,
-        rules: Vec<K::Rule>,
+        rules: Vec<Rule<K>>,
         registry: &Registry,
     ) -> Result<(), RuleError> {
         let result = self.load(rules);
@@ -197,14 +241,14 @@ impl<K: RuleKind> RuleSet<K> {
                 registry.intern_all(K::origins(&compiled));
                 tracing::info!(
                     target: "floodgate::rules",
-                    rule_type = K::TYPE.as_str(),
-                    count = K::rules(&compiled).count(),
+                    rule_type = <Rule<K>>::TYPE.as_str(),
+                    count = compiled.rules().count(),
                     "rules loaded"
                 );
             }
             Err(error) => tracing::warn!(
                 target: "floodgate::rules",
-                rule_type = K::TYPE.as_str(),
+                rule_type = <Rule<K>>::TYPE.as_str(),
                 // Quoted: one event, one line (a regex error spans several, and echoes the rule).
                 error = ?error.to_string(),
                 "rule list rejected; the rules in force stay"
@@ -214,9 +258,9 @@ impl<K: RuleKind> RuleSet<K> {
     }
 
     /// The rules of a JSON list, each unknown field noted in `warnings`.
-    fn parse_json(json: &str, warnings: &mut Vec<RuleWarning>) -> Result<Vec<K::Rule>, RuleError> {
+    fn parse_json(json: &str, warnings: &mut Vec<RuleWarning>) -> Result<Vec<Rule<K>>, RuleError> {
         let items = parse_rule_items(json)?;
-        if K::NAMES_RESOURCES {
+        if <Rule<K>>::NAMES_RESOURCES {
             // Before any rule is read: a list of too many patterns is refused without compiling one.
             check_regex_count(regex_flags(&items))?;
         }
@@ -237,10 +281,10 @@ fn parse_item<K: RuleKind>(
     index: usize,
     item: &RuleItem,
     warnings: &mut Vec<RuleWarning>,
-) -> Result<K::Rule, RuleError> {
+) -> Result<Rule<K>, RuleError> {
     let map = item.as_ref().map_err(Clone::clone)?;
-    K::FIELDS.unknown(index, map, warnings);
-    K::parse(RuleFields::new(index, map))
+    <Rule<K>>::FIELDS.unknown(index, map, warnings);
+    <Rule<K>>::from_fields(RuleFields::new(index, map))
 }
 
 /// Logs the warnings of a load of `rule_type` (see `Floodgate::load_rules_json`).
@@ -281,17 +325,17 @@ impl<K: RuleKind> AnyRuleSet for RuleSet<K> {
     fn load_json(&self, json: &str, registry: &Registry) -> Result<RuleLoad, RuleError> {
         let mut warnings = Vec::new();
         let result = Self::parse_json(json, &mut warnings).and_then(|rules| self.load(rules));
-        log_warnings(K::TYPE, &warnings);
+        log_warnings(<Rule<K>>::TYPE, &warnings);
         self.report(result, registry)?;
         Ok(RuleLoad::new(warnings))
     }
 
     fn rule_count(&self) -> usize {
-        K::rules(&self.snapshot()).count()
+        self.snapshot().rules().count()
     }
 
     fn rules_json(&self) -> String {
-        to_json_array(K::rules(&self.snapshot()).map(K::to_json))
+        to_json_array(self.snapshot().rules().map(SentinelRule::to_json))
     }
 
     fn names_exactly(&self, resource: &str) -> bool {

@@ -8,13 +8,13 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
-use serde_json::{Map, Value};
+use regex::Regex;
 
 use super::limit::{SystemLimit, SystemLimitType, SystemThresholds};
 use super::probe::SystemProbe;
 use super::rule::SystemRule;
 use crate::node::StatisticNode;
-use crate::rules::{Fields, RuleError, RuleFields, RuleKind, RuleSet, RuleType, all_or_errors};
+use crate::rules::{CompiledRules, RuleKind, RuleSet};
 
 /// An immutable set of system rules.
 #[derive(Debug)]
@@ -57,6 +57,14 @@ impl SystemSnapshot {
     #[inline]
     pub(crate) fn limit(&self, limit_type: SystemLimitType) -> &Arc<SystemLimit> {
         &self.limits[limit_type as usize]
+    }
+}
+
+impl CompiledRules for SystemSnapshot {
+    type Rule = SystemRule;
+
+    fn rules(&self) -> impl Iterator<Item = &SystemRule> {
+        self.rules.iter()
     }
 }
 
@@ -149,39 +157,8 @@ impl RuleSet<SystemKind> {
 }
 
 impl RuleKind for SystemKind {
-    type Rule = SystemRule;
     type Checked = Vec<SystemRule>;
     type Compiled = SystemSnapshot;
-
-    const TYPE: RuleType = RuleType::System;
-    const FIELDS: &'static Fields = &SystemRule::FIELDS;
-    /// System rules protect the whole process.
-    const NAMES_RESOURCES: bool = false;
-
-    fn parse(f: RuleFields<'_>) -> Result<SystemRule, RuleError> {
-        SystemRule::from_fields(f)
-    }
-
-    fn to_json(rule: &SystemRule) -> Map<String, Value> {
-        rule.to_json()
-    }
-
-    fn target(_: &SystemRule) -> Option<(&str, bool)> {
-        None
-    }
-
-    fn check(rules: Vec<SystemRule>) -> Result<Vec<SystemRule>, RuleError> {
-        all_or_errors(rules.iter().enumerate().map(|(i, r)| r.validate(i)))?;
-        Ok(rules)
-    }
-
-    fn checked_rules(checked: &Vec<SystemRule>) -> impl Iterator<Item = &SystemRule> {
-        checked.iter()
-    }
-
-    fn rules(compiled: &SystemSnapshot) -> impl Iterator<Item = &SystemRule> {
-        compiled.rules.iter()
-    }
 
     /// Merges the rules (every rule sets a threshold, so a list protects something unless it is `[]`,
     /// which clears), and starts the probe when a load or CPU threshold comes into force.
@@ -189,16 +166,13 @@ impl RuleKind for SystemKind {
         &self,
         _old: &SystemSnapshot,
         rules: Vec<SystemRule>,
-    ) -> Result<SystemSnapshot, RuleError> {
+        _patterns: Vec<Option<Regex>>,
+    ) -> SystemSnapshot {
         let snapshot = SystemSnapshot::new(rules);
         if snapshot.thresholds.reads_probe() {
             self.probe.start();
         }
-        Ok(snapshot)
-    }
-
-    fn in_force(compiled: &SystemSnapshot) -> bool {
-        compiled.is_active()
+        snapshot
     }
 
     /// The rules of each load, changed or not, are warned about afresh.
