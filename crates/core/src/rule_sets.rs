@@ -1,34 +1,82 @@
-//! The rules of every kind an engine enforces, each shared (an `Arc`) with the slot that enforces it.
+//! The rule kinds an engine enforces, registered in one place: each a typed [`RuleSet`] shared (an
+//! `Arc`) with the kind's slot, which reads it on the hot path, and the same set as an [`AnyRuleSet`] for what the engine does
+//! by rule type (load JSON, count, write JSON, the resource caps' questions).
+//!
+//! A kind is one folder (its rule type, its [`RuleKind`](crate::rules::RuleKind), its slot) and one
+//! line below: its [`RuleType`], its field here and how its set is made from the engine's settings.
 
 use std::sync::Arc;
 
-use crate::authority::AuthorityRules;
-use crate::degrade::DegradeRules;
-use crate::flow::FlowRules;
-use crate::param_flow::ParamFlowRules;
-use crate::rules::RuleType;
-use crate::system::SystemRules;
+use crate::authority::AuthorityKind;
+use crate::degrade::DegradeKind;
+use crate::flow::FlowKind;
+use crate::param_flow::ParamFlowKind;
+use crate::rules::{AnyRuleSet, RuleSet, RuleType};
+use crate::system::{SystemKind, SystemProbe};
 
-/// The rules of every kind an engine enforces.
-#[derive(Clone)]
-pub(crate) struct RuleSets {
-    pub(crate) flow: Arc<FlowRules>,
-    pub(crate) degrade: Arc<DegradeRules>,
-    pub(crate) authority: Arc<AuthorityRules>,
-    pub(crate) system: Arc<SystemRules>,
-    pub(crate) param_flow: Arc<ParamFlowRules>,
+/// What the engine's settings give the rule kinds when their sets are made.
+pub(crate) struct KindSettings {
+    /// Warm-up flow rules' cold factor.
+    pub(crate) cold_factor: f64,
+    /// Hot-parameter rules' value cache capacity (`None`: the default).
+    pub(crate) param_capacity: Option<usize>,
+    /// The engine clock's resolution in ns (see [`Clock::resolution`](crate::Clock::resolution)).
+    pub(crate) tick_ns: u64,
+    /// What system rules read the machine's load and CPU usage from.
+    pub(crate) system_probe: Arc<dyn SystemProbe>,
 }
 
-impl RuleSets {
-    /// Whether any rule of `rule_type` is in force.
-    #[inline]
-    pub(crate) fn in_force(&self, rule_type: RuleType) -> bool {
-        match rule_type {
-            RuleType::Flow => self.flow.in_force(),
-            RuleType::Degrade => self.degrade.in_force(),
-            RuleType::Authority => self.authority.in_force(),
-            RuleType::System => self.system.in_force(),
-            RuleType::ParamFlow => self.param_flow.any(),
+macro_rules! rule_sets {
+    ($($variant:ident => $field:ident: $kind:ty = $make:expr),* $(,)?) => {
+        /// The rules of every kind an engine enforces.
+        #[derive(Debug, Clone)]
+        pub(crate) struct RuleSets {
+            $(pub(crate) $field: Arc<RuleSet<$kind>>,)*
         }
-    }
+
+        // Each set is registered under its kind's own rule type.
+        $(const _: () = assert!(matches!(
+            <crate::rules::Rule<$kind> as crate::rules::SentinelRule>::TYPE,
+            RuleType::$variant
+        ));)*
+
+        impl RuleSets {
+            /// Every set, with no rule in force yet.
+            pub(crate) fn new(settings: &KindSettings) -> Self {
+                RuleSets {
+                    $($field: Arc::new(RuleSet::new(($make)(settings))),)*
+                }
+            }
+
+            /// The set of `rule_type`.
+            pub(crate) fn get(&self, rule_type: RuleType) -> &dyn AnyRuleSet {
+                match rule_type {
+                    $(RuleType::$variant => &*self.$field,)*
+                }
+            }
+
+            /// Every set, in registration order.
+            pub(crate) fn all(&self) -> impl Iterator<Item = &dyn AnyRuleSet> {
+                [$(&*self.$field as &dyn AnyRuleSet),*].into_iter()
+            }
+
+            /// Whether any rule of `rule_type` is in force (a static call: custom chains ask it for
+            /// each slot of an entry).
+            #[inline]
+            pub(crate) fn in_force(&self, rule_type: RuleType) -> bool {
+                match rule_type {
+                    $(RuleType::$variant => self.$field.in_force(),)*
+                }
+            }
+        }
+    };
+}
+
+rule_sets! {
+    Flow => flow: FlowKind = |s: &KindSettings| FlowKind::new(s.cold_factor, s.tick_ns),
+    Degrade => degrade: DegradeKind = |_: &KindSettings| DegradeKind::default(),
+    Authority => authority: AuthorityKind = |_: &KindSettings| AuthorityKind,
+    System => system: SystemKind = |s: &KindSettings| SystemKind::new(s.system_probe.clone()),
+    ParamFlow => param_flow: ParamFlowKind =
+        |s: &KindSettings| ParamFlowKind::new(s.param_capacity, s.tick_ns),
 }

@@ -9,7 +9,7 @@
 //! every regex rule whose expression matches the whole resource name; which rules apply to a resource is
 //! worked out on its first entry and kept in the snapshot by resource id.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use regex::Regex;
 
@@ -18,8 +18,8 @@ use super::rule::{AuthorityRule, AuthorityStrategy};
 use crate::keyed_hash::{KeyedMap, keyed_map};
 use crate::registry::Resource;
 use crate::rules::{
-    Published, ResourceTable, RuleError, applicable, check_regex_count, check_rules_per_resource,
-    compile_patterns, no_errors, push_matching,
+    CheckedList, CompiledRules, ResourceTable, RuleError, RuleKind, applicable, no_errors,
+    push_matching,
 };
 
 /// An immutable set of authority rules.
@@ -51,19 +51,12 @@ impl AuthoritySnapshot {
     fn resolve(&self, resource: &str) -> Box<[Arc<Listing>]> {
         applicable(self.exact.get(resource).cloned(), &self.regex, resource).into_boxed_slice()
     }
+}
 
-    /// Whether some rule names `resource` exactly.
-    pub(crate) fn names(&self, resource: &str) -> bool {
-        self.exact.contains_key(resource)
-    }
+impl CompiledRules for AuthoritySnapshot {
+    type Rule = AuthorityRule;
 
-    /// Appends the regex rules matching `resource` to `signature` (see `rules::push_matching`).
-    pub(crate) fn push_matching_regex(&self, resource: &str, signature: &mut String) {
-        push_matching(&self.regex, resource, 'a', signature);
-    }
-
-    /// The rules in load order (repeated rules included).
-    pub(crate) fn rules(&self) -> impl Iterator<Item = &AuthorityRule> {
+    fn rules(&self) -> impl Iterator<Item = &AuthorityRule> {
         self.in_order.iter().map(|r| &**r)
     }
 }
@@ -98,30 +91,17 @@ pub(crate) fn conflicts<'r>(
     errors
 }
 
-/// The engine's authority rules.
+/// The authority rules: an engine's [`RuleSet`](crate::rules::RuleSet) of them holds an [`AuthoritySnapshot`].
 #[derive(Debug, Default)]
-pub(crate) struct AuthorityRules {
-    snapshot: Published<AuthoritySnapshot>,
-    load_lock: Mutex<()>,
-}
+pub(crate) struct AuthorityKind;
 
-impl AuthorityRules {
-    /// Whether any authority rule is in force.
-    #[inline]
-    pub(crate) fn in_force(&self) -> bool {
-        self.snapshot.in_force()
-    }
+/// A checked list of authority rules: every rule is valid, and no two rules of one resource admit
+/// different origins.
+#[derive(Debug)]
+pub(crate) struct OneRuleEach(Vec<AuthorityRule>);
 
-    /// The rules in force.
-    #[inline]
-    pub(crate) fn snapshot(&self) -> arc_swap::Guard<Arc<AuthoritySnapshot>> {
-        self.snapshot.load()
-    }
-
-    /// Validates `rules` and puts them in force; on error nothing changes.
-    pub(crate) fn load(&self, rules: Vec<AuthorityRule>) -> Result<(), RuleError> {
-        check_regex_count(rules.iter().map(|r| r.regex))?;
-        check_rules_per_resource(rules.iter().map(|r| (r.resource.as_str(), r.regex)))?;
+impl CheckedList<AuthorityRule> for OneRuleEach {
+    fn check(rules: Vec<AuthorityRule>) -> Result<Self, RuleError> {
         let checked: Vec<Result<(), RuleError>> = rules
             .iter()
             .enumerate()
@@ -135,12 +115,52 @@ impl AuthorityRules {
         let mut errors = conflicts(valid);
         errors.extend(checked.into_iter().filter_map(Result::err));
         no_errors(errors)?;
-        // The first rule of each pattern is the one in force (the others decide alike).
-        let mut patterns_seen: KeyedMap<&str, ()> = keyed_map();
-        let patterns = compile_patterns(rules.iter().enumerate().map(|(index, rule)| {
-            let first = rule.regex && patterns_seen.insert(&rule.resource, ()).is_none();
+        Ok(OneRuleEach(rules))
+    }
+
+    fn rules(&self) -> impl Iterator<Item = &AuthorityRule> {
+        self.0.iter()
+    }
+
+    /// The first rule of each pattern is the one in force (the others decide alike).
+    fn patterns(&self) -> impl Iterator<Item = (usize, Option<&str>)> {
+        let mut seen: KeyedMap<&str, ()> = keyed_map();
+        self.0.iter().enumerate().map(move |(index, rule)| {
+            let first = rule.regex && seen.insert(&rule.resource, ()).is_none();
             (index, first.then_some(rule.resource.as_str()))
-        }))?;
+        })
+    }
+}
+
+impl RuleKind for AuthorityKind {
+    type Checked = OneRuleEach;
+    type Compiled = AuthoritySnapshot;
+
+    /// Unlike the other kinds, the conflicts among the rules that did parse are named too when some
+    /// did not: a resource takes one authority rule, and the list is refused for both reasons at once.
+    fn parse_list(
+        parsed: Vec<Result<AuthorityRule, RuleError>>,
+    ) -> Result<Vec<AuthorityRule>, RuleError> {
+        if parsed.iter().all(Result::is_ok) {
+            return Ok(parsed.into_iter().filter_map(Result::ok).collect());
+        }
+        let ok = parsed
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| Some((i, r.as_ref().ok()?)));
+        let mut errors = conflicts(ok);
+        errors.extend(parsed.into_iter().filter_map(Result::err));
+        // Not empty (a rule failed), so this is the error.
+        no_errors(errors).map(|()| Vec::new())
+    }
+
+    fn build(
+        &self,
+        _old: &AuthoritySnapshot,
+        checked: OneRuleEach,
+        patterns: Vec<Option<Regex>>,
+    ) -> AuthoritySnapshot {
+        let OneRuleEach(rules) = checked;
         let mut exact: KeyedMap<Box<str>, Arc<Listing>> = keyed_map();
         let mut regex: Vec<(Regex, Arc<Listing>)> = Vec::new();
         let mut in_order = Vec::with_capacity(rules.len());
@@ -157,17 +177,27 @@ impl AuthorityRules {
                 None => {}
             }
         }
-        let _guard = self.load_lock.lock().unwrap_or_else(|e| e.into_inner());
-        let in_force = !in_order.is_empty();
-        self.snapshot.store(
-            Arc::new(AuthoritySnapshot {
-                in_order,
-                exact,
-                regex,
-                by_resource: ResourceTable::default(),
-            }),
-            in_force,
-        );
-        Ok(())
+        AuthoritySnapshot {
+            in_order,
+            exact,
+            regex,
+            by_resource: ResourceTable::default(),
+        }
+    }
+
+    fn names_exactly(compiled: &AuthoritySnapshot, resource: &str) -> bool {
+        compiled.exact.contains_key(resource)
+    }
+
+    fn push_matching_regex(compiled: &AuthoritySnapshot, resource: &str, signature: &mut String) {
+        push_matching(&compiled.regex, resource, 'a', signature);
+    }
+
+    /// Every origin a white or black list names.
+    fn origins(compiled: &AuthoritySnapshot) -> impl Iterator<Item = &str> {
+        compiled.rules().flat_map(|r| r.limit_app.split(','))
     }
 }
+
+/// The authority rules in force, as the engine and the authority slot share them.
+pub(crate) type AuthorityRules = crate::rules::RuleSet<AuthorityKind>;

@@ -5,6 +5,6 @@ mod manager;
 mod rule;
 mod slot;
 
-pub(crate) use manager::{AuthorityRules, conflicts};
+pub(crate) use manager::AuthorityKind;
 pub use rule::{AuthorityRule, AuthorityStrategy};
 pub use slot::AuthoritySlot;

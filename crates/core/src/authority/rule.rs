@@ -8,7 +8,10 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::rules::{Fields, RuleError, RuleFields, check_origin_len, check_pattern, rule_head};
+use crate::rules::{
+    Fields, RuleError, RuleFields, RuleType, SentinelRule, check_origin_len, check_pattern,
+    rule_head,
+};
 
 /// Whether an authority rule's list admits or refuses the origins it names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -142,13 +145,24 @@ impl AuthorityRule {
         }
         Ok(())
     }
+}
+
+impl SentinelRule for AuthorityRule {
+    const TYPE: RuleType = RuleType::Authority;
+
+    fn target(&self) -> Option<(&str, bool)> {
+        Some((&self.resource, self.regex))
+    }
+
+    fn check(&self, index: usize) -> Result<(), RuleError> {
+        self.validate(index)
+    }
 
     /// The JSON fields of Sentinel's `AuthorityRule`.
-    pub(crate) const FIELDS: Fields =
-        Fields::new(&["id", "resource", "limitApp", "regex", "strategy"], &[]);
+    const FIELDS: Fields = Fields::new(&["id", "resource", "limitApp", "regex", "strategy"], &[]);
 
     /// Reads a rule from Sentinel JSON.
-    pub(crate) fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {
+    fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {
         let strategy = match f.integer("strategy")?.unwrap_or(0) {
             0 => AuthorityStrategy::White,
             1 => AuthorityStrategy::Black,
@@ -171,7 +185,7 @@ impl AuthorityRule {
     }
 
     /// The rule as Sentinel JSON (nulls omitted).
-    pub(crate) fn to_json(&self) -> Map<String, Value> {
+    fn to_json(&self) -> Map<String, Value> {
         let mut m = rule_head(self.id, &self.resource, &self.limit_app);
         m.insert("strategy".into(), json!(self.strategy.code()));
         m.insert("regex".into(), json!(self.regex));

@@ -189,7 +189,7 @@ impl Builtin {
         if rules.system.in_force() {
             check!(self.system, SYSTEM);
         }
-        if rules.param_flow.any() {
+        if rules.param_flow.in_force() {
             check!(self.param_flow, PARAM_FLOW);
         }
         if rules.flow.in_force() {

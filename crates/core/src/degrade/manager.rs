@@ -20,14 +20,16 @@ use std::hash::Hash;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use regex::Regex;
+
 use super::breaker::Breaker;
 use super::observer::{BreakerStatus, Observers};
 use super::rule::DegradeRule;
 use crate::keyed_hash::{KeyedMap, keyed_map};
 use crate::registry::Resource;
 use crate::rules::{
-    Pairing, Published, ResourceTable, RuleError, RuleHasher, RuleIndex, all_or_errors, carry_over,
-    check_regex_count, check_rules_per_resource, compile_patterns,
+    CompiledRules, HoldsRule, ResourceTable, RuleHasher, RuleIndex, RuleKind, RulePairing,
+    carry_over_rules,
 };
 
 /// The breakers of one rule.
@@ -115,6 +117,14 @@ impl RuleState {
     }
 }
 
+impl HoldsRule for RuleState {
+    type Rule = DegradeRule;
+
+    fn rule(&self) -> &DegradeRule {
+        &self.rule
+    }
+}
+
 /// The breakers that apply to one resource.
 #[derive(Debug, Default)]
 pub(crate) struct Resolved {
@@ -180,16 +190,6 @@ impl DegradeSnapshot {
         self.index.names(resource)
     }
 
-    /// Appends the regex rules matching `resource` to `signature` (see `rules::push_matching`).
-    pub(crate) fn push_matching_regex(&self, resource: &str, signature: &mut String) {
-        self.index.push_matching(resource, 'd', signature);
-    }
-
-    /// The rules in load order.
-    pub(crate) fn rules(&self) -> impl Iterator<Item = &DegradeRule> {
-        self.in_order.iter().map(|s| &*s.rule)
-    }
-
     /// Every breaker in use, in rule order (a per-resource rule's breakers by resource name); a default
     /// rule's breaker for a resource that now has rules of its own is left out.
     pub(crate) fn statuses(&self, now: u64) -> Vec<BreakerStatus> {
@@ -202,25 +202,26 @@ impl DegradeSnapshot {
     }
 }
 
-/// The engine's degrade rules and breaker observers.
+impl CompiledRules for DegradeSnapshot {
+    type Rule = DegradeRule;
+
+    fn rules(&self) -> impl Iterator<Item = &DegradeRule> {
+        self.in_order.iter().map(|s| &*s.rule)
+    }
+}
+
+/// The degrade rules, with the breaker observers and the flags of the two degrade slots: an engine's
+/// [`RuleSet`](crate::rules::RuleSet) of them holds a [`DegradeSnapshot`].
 #[derive(Debug, Default)]
-pub(crate) struct DegradeRules {
-    snapshot: Published<DegradeSnapshot>,
+pub(crate) struct DegradeKind {
     /// Whether any rule names resources (exactly or by regex): the degrade slot's work.
     own_in_force: AtomicBool,
     /// Whether any default (`"*"`) rule is in force: the default circuit-breaker slot's work.
     defaults_in_force: AtomicBool,
-    load_lock: Mutex<()>,
     pub(crate) observers: Arc<Observers>,
 }
 
-impl DegradeRules {
-    /// Whether any degrade rule is in force.
-    #[inline]
-    pub(crate) fn in_force(&self) -> bool {
-        self.snapshot.in_force()
-    }
-
+impl DegradeKind {
     /// Whether any default (`"*"`) rule is in force, or any rule of a resource's own when `defaults` is
     /// false (one relaxed load each, so the slot without rules of its kind skips the snapshot).
     #[inline]
@@ -232,81 +233,70 @@ impl DegradeRules {
         };
         flag.load(Ordering::Relaxed)
     }
+}
 
-    /// The rules in force.
-    #[inline]
-    pub(crate) fn snapshot(&self) -> arc_swap::Guard<Arc<DegradeSnapshot>> {
-        self.snapshot.load()
-    }
+impl RuleKind for DegradeKind {
+    type Checked = Vec<DegradeRule>;
+    type Compiled = DegradeSnapshot;
 
-    /// Validates `rules` and puts them in force; on error nothing changes.
-    pub(crate) fn load(&self, rules: Vec<DegradeRule>) -> Result<(), RuleError> {
-        check_regex_count(rules.iter().map(|r| r.regex))?;
-        check_rules_per_resource(rules.iter().map(|r| (r.resource.as_str(), r.regex)))?;
-        all_or_errors(rules.iter().enumerate().map(|(i, r)| r.validate(i)))?;
-        let _guard = self.load_lock.lock().unwrap_or_else(|e| e.into_inner());
-        let old = self.snapshot.load_full();
-        if old.in_order.len() == rules.len() && old.rules().zip(&rules).all(|(a, b)| a == b) {
-            return Ok(());
-        }
-        let patterns = compile_patterns(
-            rules
-                .iter()
-                .map(|r| r.regex.then_some(r.resource.as_str()))
-                .enumerate(),
-        )?;
+    fn build(
+        &self,
+        old: &DegradeSnapshot,
+        rules: Vec<DegradeRule>,
+        patterns: Vec<Option<Regex>>,
+    ) -> DegradeSnapshot {
         let hasher = RuleHasher::new();
-        let breaker_fields = |r: &DegradeRule| hasher.hash(|h| r.hash_breaker_fields(h));
-        let every_field = |r: &DegradeRule| {
-            hasher.hash(|h| {
-                r.id.hash(h);
-                r.limit_app.hash(h);
-                r.hash_breaker_fields(h);
-            })
-        };
-        let in_order = carry_over(
+        let in_order = carry_over_rules(
             &old.in_order,
             rules,
-            Pairing {
-                state: |s: &RuleState| every_field(&s.rule),
-                rule: &every_field,
-                holds: |s: &RuleState, r: &DegradeRule| *s.rule == *r,
-            },
-            // Only the presentation differs (`id`; `limitApp`, which breakers ignore): an open breaker
-            // must not close because a dashboard renumbered its rules.
-            Pairing {
-                state: |s: &RuleState| breaker_fields(&s.rule),
-                rule: &breaker_fields,
-                holds: |s: &RuleState, r: &DegradeRule| s.rule.eq_breaker_fields(r),
+            |r| r,
+            RulePairing {
+                every_field: |r: &DegradeRule| {
+                    hasher.hash(|h| {
+                        r.id.hash(h);
+                        r.limit_app.hash(h);
+                        r.hash_breaker_fields(h);
+                    })
+                },
+                // Only the presentation differs (`id`; `limitApp`, which breakers ignore): an open
+                // breaker must not close because a dashboard renumbered its rules.
+                similar_fields: |r: &DegradeRule| hasher.hash(|h| r.hash_breaker_fields(h)),
+                similar: DegradeRule::eq_breaker_fields,
             },
             |rule, similar| match similar {
                 Some(old) => RuleState::carried(rule, &self.observers, old),
                 None => RuleState::new(rule, &self.observers),
             },
         );
-        let index = RuleIndex::new(in_order.iter().zip(patterns), |s| {
-            (!s.rule.is_default()).then_some(s.rule.resource.as_str())
-        });
-        let defaults: Vec<Arc<RuleState>> = in_order
-            .iter()
-            .filter(|s| !s.rule.regex && s.rule.is_default())
-            .cloned()
-            .collect();
-        let in_force = !in_order.is_empty();
-        let (own, any_default) = (!index.is_empty(), !defaults.is_empty());
-        self.snapshot.store(
-            Arc::new(DegradeSnapshot {
-                in_order,
-                index,
-                defaults,
-                observers: self.observers.clone(),
-                by_resource: ResourceTable::default(),
+        DegradeSnapshot {
+            index: RuleIndex::new(in_order.iter().zip(patterns), |s| {
+                (!s.rule.is_default()).then_some(s.rule.resource.as_str())
             }),
-            in_force,
-        );
-        self.own_in_force.store(own, Ordering::Release);
-        self.defaults_in_force.store(any_default, Ordering::Release);
-        Ok(())
+            defaults: in_order
+                .iter()
+                .filter(|s| !s.rule.regex && s.rule.is_default())
+                .cloned()
+                .collect(),
+            in_order,
+            observers: self.observers.clone(),
+            by_resource: ResourceTable::default(),
+        }
+    }
+
+    /// Sets the flags of the two degrade slots.
+    fn loaded(&self, compiled: &DegradeSnapshot) {
+        self.own_in_force
+            .store(!compiled.index.is_empty(), Ordering::Release);
+        self.defaults_in_force
+            .store(!compiled.defaults.is_empty(), Ordering::Release);
+    }
+
+    fn names_exactly(compiled: &DegradeSnapshot, resource: &str) -> bool {
+        compiled.names(resource)
+    }
+
+    fn push_matching_regex(compiled: &DegradeSnapshot, resource: &str, signature: &mut String) {
+        compiled.index.push_matching(resource, 'd', signature);
     }
 }
 
@@ -332,3 +322,6 @@ mod tests {
         assert_ne!(map.hasher().hash_one(a), map.hasher().hash_one(b));
     }
 }
+
+/// The degrade rules in force, as the engine and the degrade slot share them.
+pub(crate) type DegradeRules = crate::rules::RuleSet<DegradeKind>;

@@ -10,7 +10,7 @@ mod rule;
 mod slot;
 mod slow_ratio;
 
-pub(crate) use manager::DegradeRules;
+pub(crate) use manager::DegradeKind;
 pub use observer::{BreakerState, BreakerStateChange, BreakerStatus};
 pub use rule::{DEFAULT_DEGRADE_RESOURCE, DegradeGrade, DegradeRule};
 pub use slot::{DefaultCircuitBreakerSlot, DegradeSlot};

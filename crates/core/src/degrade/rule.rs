@@ -10,7 +10,8 @@ use std::hash::{Hash, Hasher};
 use serde_json::{Map, Value, json};
 
 use crate::rules::{
-    Fields, RuleError, RuleFields, check_pattern, check_rule_head, hash_f64, rule_head,
+    Fields, RuleError, RuleFields, RuleType, SentinelRule, check_pattern, check_rule_head,
+    hash_f64, rule_head,
 };
 
 /// The resource name of a default rule: it applies to every resource without a degrade rule of its own.
@@ -250,9 +251,21 @@ impl DegradeRule {
         }
         Ok(())
     }
+}
+
+impl SentinelRule for DegradeRule {
+    const TYPE: RuleType = RuleType::Degrade;
+
+    fn target(&self) -> Option<(&str, bool)> {
+        Some((&self.resource, self.regex))
+    }
+
+    fn check(&self, index: usize) -> Result<(), RuleError> {
+        self.validate(index)
+    }
 
     /// The JSON fields of Sentinel's `DegradeRule`.
-    pub(crate) const FIELDS: Fields = Fields::new(
+    const FIELDS: Fields = Fields::new(
         &[
             "id",
             "resource",
@@ -269,7 +282,7 @@ impl DegradeRule {
     );
 
     /// Reads a rule from Sentinel JSON.
-    pub(crate) fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {
+    fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {
         let grade = match f.integer("grade")?.unwrap_or(0) {
             0 => DegradeGrade::SlowRequestRatio,
             1 => DegradeGrade::ErrorRatio,
@@ -306,7 +319,7 @@ impl DegradeRule {
     }
 
     /// The rule as Sentinel JSON (nulls omitted).
-    pub(crate) fn to_json(&self) -> Map<String, Value> {
+    fn to_json(&self) -> Map<String, Value> {
         let mut m = rule_head(self.id, &self.resource, &self.limit_app);
         m.insert("grade".into(), json!(self.grade.as_i32()));
         m.insert("count".into(), json!(self.count));

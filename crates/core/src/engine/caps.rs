@@ -4,10 +4,8 @@
 
 use std::sync::Arc;
 
-use super::Inner;
 use crate::registry::{CapPolicy, Resource};
 use crate::rule_sets::RuleSets;
-use crate::rules::RuleType;
 use crate::slot::Slot;
 
 /// The engine's answer to the registry's cap questions: its rule sets, and the slots of its chain
@@ -22,12 +20,7 @@ impl CapPolicy for Caps {
     /// for it (such a resource is created even past the resource cap: a RELATE rule needs its
     /// reference counted).
     fn names_exactly(&self, resource: &str) -> bool {
-        let flow = self.rules.flow.snapshot();
-        flow.names(resource)
-            || flow.references(resource, crate::flow::FlowStrategy::Relate)
-            || self.rules.degrade.snapshot().names(resource)
-            || self.rules.authority.snapshot().names(resource)
-            || self.rules.param_flow.snapshot().names(resource)
+        self.rules.all().any(|set| set.names_exactly(resource))
             || self.slots.iter().any(|s| s.has_rules(resource))
     }
 
@@ -35,22 +28,9 @@ impl CapPolicy for Caps {
     /// canonical order: the same set of rules loaded in another order is the same signature.
     fn regex_signature(&self, resource: &str) -> String {
         let mut signature = String::new();
-        self.rules
-            .flow
-            .snapshot()
-            .push_matching_regex(resource, &mut signature);
-        self.rules
-            .degrade
-            .snapshot()
-            .push_matching_regex(resource, &mut signature);
-        self.rules
-            .authority
-            .snapshot()
-            .push_matching_regex(resource, &mut signature);
-        self.rules
-            .param_flow
-            .snapshot()
-            .push_matching_regex(resource, &mut signature);
+        for set in self.rules.all() {
+            set.push_matching_regex(resource, &mut signature);
+        }
         // Each rule's part ends with a NUL (see `rules::push_matching`).
         let mut parts: Vec<&str> = signature.split_terminator('\0').collect();
         if parts.windows(2).all(|w| w[0] <= w[1]) {
@@ -82,28 +62,5 @@ impl CapPolicy for Caps {
             .flow
             .snapshot()
             .references(context, crate::flow::FlowStrategy::Chain)
-    }
-}
-
-impl Inner {
-    /// Interns the origins `rules` name, whatever the cap (see [`MAX_INTERNED_ORIGINS`]).
-    pub(crate) fn intern_rule_origins(&self, rule_type: RuleType) {
-        match rule_type {
-            RuleType::Authority => {
-                let rules = self.rules.authority.snapshot();
-                self.registry
-                    .intern_all(rules.rules().flat_map(|r| r.limit_app.split(',')));
-            }
-            RuleType::Flow => {
-                let rules = self.rules.flow.snapshot();
-                self.registry.intern_all(
-                    rules
-                        .rules()
-                        .map(|r| r.limit_app.as_str())
-                        .filter(|app| *app != "default" && *app != "other"),
-                );
-            }
-            _ => {}
-        }
     }
 }

@@ -21,7 +21,7 @@ use crate::chain::SlotChain;
 use crate::error_filter::ErrorFilter;
 use crate::node::{NodeView, StatisticNode};
 use crate::registry::Resource;
-pub(crate) use crate::rule_sets::RuleSets;
+pub(crate) use crate::rule_sets::{KindSettings, RuleSets};
 use crate::slot::EngineCore;
 
 pub(crate) static NEXT_ENGINE_ID: AtomicU64 = AtomicU64::new(1);

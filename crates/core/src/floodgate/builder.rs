@@ -10,15 +10,14 @@ use crate::chain::{ChainEdit, Parts, SlotChain};
 use crate::clock::{CachedClock, Clock};
 use crate::engine::{
     Caps, Config, ConfigError, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_ORIGINS, DEFAULT_MAX_RESOURCES,
-    DEFAULT_OCCUPY_TIMEOUT, Inner, NEXT_ENGINE_ID, RuleSets,
+    DEFAULT_OCCUPY_TIMEOUT, Inner, KindSettings, NEXT_ENGINE_ID, RuleSets,
 };
 use crate::error_filter::ErrorFilter;
-use crate::flow::{DEFAULT_COLD_FACTOR, FlowRules};
+use crate::flow::DEFAULT_COLD_FACTOR;
 use crate::node::WindowGeometry;
-use crate::param_flow::ParamFlowRules;
 use crate::registry::Registry;
 use crate::slot::{BlockLog, EngineCore, Slot};
-use crate::system::{OsProbe, SystemProbe, SystemRules};
+use crate::system::{OsProbe, SystemProbe};
 
 /// Configures a [`Floodgate`].
 pub struct FloodgateBuilder {
@@ -222,13 +221,12 @@ impl FloodgateBuilder {
         let system_probe = self
             .system_probe
             .unwrap_or_else(|| Arc::new(OsProbe::new()) as Arc<dyn SystemProbe>);
-        let rules = RuleSets {
-            flow: Arc::new(FlowRules::new(config.cold_factor, tick_ns)),
-            degrade: Arc::default(),
-            authority: Arc::default(),
-            system: Arc::new(SystemRules::new(system_probe)),
-            param_flow: Arc::new(ParamFlowRules::new(config.param_capacity, tick_ns)),
-        };
+        let rules = RuleSets::new(&KindSettings {
+            cold_factor: config.cold_factor,
+            param_capacity: config.param_capacity,
+            tick_ns,
+            system_probe,
+        });
         let parts = Parts {
             rules: &rules,
             occupy_timeout_ms: config.occupy_timeout_ms,

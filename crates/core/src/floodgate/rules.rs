@@ -8,67 +8,9 @@ use crate::authority::AuthorityRule;
 use crate::degrade::{BreakerStateChange, BreakerStatus, DegradeRule};
 use crate::flow::{FlowRule, FlowStatus};
 use crate::param_flow::{ParamFlowRule, ParamFlowStatus};
-use crate::rules::{
-    Fields, RuleError, RuleFields, RuleItem, RuleLoad, RuleType, RuleWarning, all_or_errors,
-    check_regex_count, no_errors, parse_rule_items, regex_flags, to_json_array,
-};
+use crate::rules::{RuleError, RuleLoad, RuleType};
 use crate::system::{SystemRule, SystemStatus};
 
-/// How the rules of one type are read from JSON: their fields, and the reader.
-struct Reader<'w, F> {
-    fields: &'static Fields,
-    parse: F,
-    /// Where the fields the reader ignores are noted.
-    warnings: &'w mut Vec<RuleWarning>,
-}
-
-impl<'w, T, F: Fn(RuleFields<'_>) -> Result<T, RuleError>> Reader<'w, F> {
-    fn new(fields: &'static Fields, parse: F, warnings: &'w mut Vec<RuleWarning>) -> Self {
-        Reader {
-            fields,
-            parse,
-            warnings,
-        }
-    }
-
-    /// Rule `index` of a list parsed from `item` (an object, or its error), and a warning for each of
-    /// its unknown fields (noted while the object is at hand: a pass of its own cost a fifth of a
-    /// load of small rules).
-    fn item(&mut self, index: usize, item: &RuleItem) -> Result<T, RuleError> {
-        let map = item.as_ref().map_err(Clone::clone)?;
-        self.fields.unknown(index, map, self.warnings);
-        (self.parse)(RuleFields::new(index, map))
-    }
-
-    /// Every rule of a list, or the error of each that fails to parse.
-    fn each(&mut self, items: &[RuleItem]) -> Result<Vec<T>, RuleError> {
-        all_or_errors(items.iter().enumerate().map(|(i, item)| self.item(i, item)))
-    }
-}
-
-/// How many warnings of one load are logged one by one; the rest are counted in one event, so that a
-/// list of a mebibyte of misspelt fields makes two dozen lines, not a hundred thousand.
-const MAX_LOGGED_WARNINGS: usize = 20;
-
-/// Logs the warnings of a load of `rule_type` (see [`Floodgate::load_rules_json`]).
-fn log_warnings(rule_type: RuleType, warnings: &[RuleWarning]) {
-    for warning in warnings.iter().take(MAX_LOGGED_WARNINGS) {
-        tracing::warn!(
-            target: "floodgate::rules",
-            rule_type = rule_type.as_str(),
-            "{warning}"
-        );
-    }
-    let more = warnings.len().saturating_sub(MAX_LOGGED_WARNINGS);
-    if more > 0 {
-        tracing::warn!(
-            target: "floodgate::rules",
-            rule_type = rule_type.as_str(),
-            more,
-            "and {more} more warnings of this load"
-        );
-    }
-}
 impl Floodgate {
     /// Loads a whole rule list of type `rule_type` from Sentinel JSON. Any invalid rule rejects the list
     /// (the error names the rule's index, the field and why) and the rules in force stay in force.
@@ -106,103 +48,16 @@ impl Floodgate {
     /// # Ok::<(), floodgate_core::RuleError>(())
     /// ```
     pub fn load_rules_json(&self, rule_type: RuleType, json: &str) -> Result<RuleLoad, RuleError> {
-        let mut warnings = Vec::new();
-        let result = self.load_json(rule_type, json, &mut warnings);
-        log_warnings(rule_type, &warnings);
-        self.report_load(rule_type, result)?;
-        Ok(RuleLoad::new(warnings))
-    }
-
-    fn load_json(
-        &self,
-        rule_type: RuleType,
-        json: &str,
-        warnings: &mut Vec<RuleWarning>,
-    ) -> Result<(), RuleError> {
-        let items = parse_rule_items(json)?;
-        if rule_type != RuleType::System {
-            // Before any rule is read: a list of too many patterns is refused without compiling one.
-            check_regex_count(regex_flags(&items))?;
-        }
-        match rule_type {
-            RuleType::Flow => self.inner.rules.flow.load(
-                Reader::new(&FlowRule::FIELDS, FlowRule::from_fields, warnings).each(&items)?,
-            ),
-            RuleType::Degrade => self.inner.rules.degrade.load(
-                Reader::new(&DegradeRule::FIELDS, DegradeRule::from_fields, warnings)
-                    .each(&items)?,
-            ),
-            RuleType::Authority => {
-                let mut read =
-                    Reader::new(&AuthorityRule::FIELDS, AuthorityRule::from_fields, warnings);
-                let parsed: Vec<Result<AuthorityRule, RuleError>> = items
-                    .iter()
-                    .enumerate()
-                    .map(|(i, item)| read.item(i, item))
-                    .collect();
-                if parsed.iter().any(Result::is_err) {
-                    // The conflicts among the rules that did parse are named too.
-                    let ok = parsed
-                        .iter()
-                        .enumerate()
-                        .filter_map(|(i, r)| Some((i, r.as_ref().ok()?)));
-                    let mut errors = crate::authority::conflicts(ok);
-                    errors.extend(parsed.into_iter().filter_map(Result::err));
-                    return no_errors(errors);
-                }
-                self.inner
-                    .rules
-                    .authority
-                    .load(parsed.into_iter().filter_map(Result::ok).collect())
-            }
-            RuleType::System => self.inner.rules.system.load(
-                Reader::new(&SystemRule::FIELDS, SystemRule::from_fields, warnings).each(&items)?,
-            ),
-            RuleType::ParamFlow => self.inner.rules.param_flow.load(
-                Reader::new(&ParamFlowRule::FIELDS, ParamFlowRule::from_fields, warnings)
-                    .each(&items)?,
-            ),
-        }
-    }
-
-    /// Reports a rule load to `tracing` (target `floodgate::rules`): `info` with the count in force, or
-    /// `warn` with the error of a rejected list.
-    fn report_load(
-        &self,
-        rule_type: RuleType,
-        result: Result<(), RuleError>,
-    ) -> Result<(), RuleError> {
-        if result.is_ok() {
-            self.inner.intern_rule_origins(rule_type);
-        }
-        match &result {
-            Ok(()) => tracing::info!(
-                target: "floodgate::rules",
-                rule_type = rule_type.as_str(),
-                count = self.rule_count(rule_type),
-                "rules loaded"
-            ),
-            Err(error) => tracing::warn!(
-                target: "floodgate::rules",
-                rule_type = rule_type.as_str(),
-                // Quoted: one event, one line (a regex error spans several, and echoes the rule).
-                error = ?error.to_string(),
-                "rule list rejected; the rules in force stay"
-            ),
-        }
-        result
+        self.inner
+            .rules
+            .get(rule_type)
+            .load_json(json, &self.inner.registry)
     }
 
     /// How many rules of `rule_type` are loaded (without copying them): the length of
     /// [`rules_json`](Self::rules_json)'s list (an authority rule loaded twice counts twice).
     pub fn rule_count(&self, rule_type: RuleType) -> usize {
-        match rule_type {
-            RuleType::Flow => self.inner.rules.flow.snapshot().rules().count(),
-            RuleType::Degrade => self.inner.rules.degrade.snapshot().rules().count(),
-            RuleType::Authority => self.inner.rules.authority.snapshot().rules().count(),
-            RuleType::System => self.inner.rules.system.snapshot().rules().len(),
-            RuleType::ParamFlow => self.inner.rules.param_flow.snapshot().rules().count(),
-        }
+        self.inner.rules.get(rule_type).rule_count()
     }
 
     /// The rules in force of type `rule_type`, as Sentinel JSON. Authority and system rules are returned
@@ -210,49 +65,7 @@ impl Floodgate {
     /// Sentinel's one synthesized rule per dimension (the merged thresholds are in
     /// [`system_status`](Self::system_status)).
     pub fn rules_json(&self, rule_type: RuleType) -> String {
-        match rule_type {
-            RuleType::Flow => to_json_array(
-                self.inner
-                    .rules
-                    .flow
-                    .snapshot()
-                    .rules()
-                    .map(FlowRule::to_json),
-            ),
-            RuleType::Degrade => to_json_array(
-                self.inner
-                    .rules
-                    .degrade
-                    .snapshot()
-                    .rules()
-                    .map(DegradeRule::to_json),
-            ),
-            RuleType::Authority => to_json_array(
-                self.inner
-                    .rules
-                    .authority
-                    .snapshot()
-                    .rules()
-                    .map(AuthorityRule::to_json),
-            ),
-            RuleType::System => to_json_array(
-                self.inner
-                    .rules
-                    .system
-                    .snapshot()
-                    .rules()
-                    .iter()
-                    .map(SystemRule::to_json),
-            ),
-            RuleType::ParamFlow => to_json_array(
-                self.inner
-                    .rules
-                    .param_flow
-                    .snapshot()
-                    .rules()
-                    .map(ParamFlowRule::to_json),
-            ),
-        }
+        self.inner.rules.get(rule_type).rules_json()
     }
 
     /// Loads a whole list of flow rules (validated as [`load_rules_json`](Self::load_rules_json) does).
@@ -260,13 +73,15 @@ impl Floodgate {
         &self,
         rules: impl IntoIterator<Item = FlowRule>,
     ) -> Result<(), RuleError> {
-        let result = self.inner.rules.flow.load(rules.into_iter().collect());
-        self.report_load(RuleType::Flow, result)
+        self.inner
+            .rules
+            .flow
+            .load_reported(rules.into_iter().collect(), &self.inner.registry)
     }
 
     /// The flow rules in force, in load order.
     pub fn flow_rules(&self) -> Vec<FlowRule> {
-        self.inner.rules.flow.snapshot().rules().cloned().collect()
+        self.inner.rules.flow.rules()
     }
 
     /// What each flow rule's controller is doing (warm-up tokens, pacing interval), in load order.
@@ -282,19 +97,15 @@ impl Floodgate {
         &self,
         rules: impl IntoIterator<Item = DegradeRule>,
     ) -> Result<(), RuleError> {
-        let result = self.inner.rules.degrade.load(rules.into_iter().collect());
-        self.report_load(RuleType::Degrade, result)
+        self.inner
+            .rules
+            .degrade
+            .load_reported(rules.into_iter().collect(), &self.inner.registry)
     }
 
     /// The degrade rules in force, in load order.
     pub fn degrade_rules(&self) -> Vec<DegradeRule> {
-        self.inner
-            .rules
-            .degrade
-            .snapshot()
-            .rules()
-            .cloned()
-            .collect()
+        self.inner.rules.degrade.rules()
     }
 
     /// Every circuit breaker and its state: one per rule on a resource name, one per matched resource
@@ -348,19 +159,15 @@ impl Floodgate {
         &self,
         rules: impl IntoIterator<Item = AuthorityRule>,
     ) -> Result<(), RuleError> {
-        let result = self.inner.rules.authority.load(rules.into_iter().collect());
-        self.report_load(RuleType::Authority, result)
+        self.inner
+            .rules
+            .authority
+            .load_reported(rules.into_iter().collect(), &self.inner.registry)
     }
 
     /// The authority rules in force, in load order (repeated rules included).
     pub fn authority_rules(&self) -> Vec<AuthorityRule> {
-        self.inner
-            .rules
-            .authority
-            .snapshot()
-            .rules()
-            .cloned()
-            .collect()
+        self.inner.rules.authority.rules()
     }
 
     /// Loads a whole list of system rules (validated as [`load_rules_json`](Self::load_rules_json)
@@ -369,14 +176,16 @@ impl Floodgate {
         &self,
         rules: impl IntoIterator<Item = SystemRule>,
     ) -> Result<(), RuleError> {
-        let result = self.inner.rules.system.load(rules.into_iter().collect());
-        self.report_load(RuleType::System, result)
+        self.inner
+            .rules
+            .system
+            .load_reported(rules.into_iter().collect(), &self.inner.registry)
     }
 
     /// The system rules in force, as loaded. (Sentinel's `getRules` answers one synthesized rule per
     /// dimension instead; the merged thresholds are in [`system_status`](Self::system_status).)
     pub fn system_rules(&self) -> Vec<SystemRule> {
-        self.inner.rules.system.snapshot().rules().to_vec()
+        self.inner.rules.system.rules()
     }
 
     /// The system probe's load average and CPU usage (`None` when unavailable) and the merged
@@ -392,23 +201,15 @@ impl Floodgate {
         &self,
         rules: impl IntoIterator<Item = ParamFlowRule>,
     ) -> Result<(), RuleError> {
-        let result = self
-            .inner
+        self.inner
             .rules
             .param_flow
-            .load(rules.into_iter().collect());
-        self.report_load(RuleType::ParamFlow, result)
+            .load_reported(rules.into_iter().collect(), &self.inner.registry)
     }
 
     /// The hot-parameter rules in force, in load order.
     pub fn param_flow_rules(&self) -> Vec<ParamFlowRule> {
-        self.inner
-            .rules
-            .param_flow
-            .snapshot()
-            .rules()
-            .cloned()
-            .collect()
+        self.inner.rules.param_flow.rules()
     }
 
     /// What each hot-parameter rule remembers: values cached, evictions, overflows, in load order.

@@ -9,8 +9,10 @@
 //! that controller's state. Loading the list in force is a no-op.
 
 use std::hash::Hash;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
+
+use regex::Regex;
 
 use super::limit_app::LimitApp;
 use super::rule::{ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
@@ -19,9 +21,10 @@ use super::{
 };
 use crate::keyed_hash::KeyedMap;
 use crate::registry::Resource;
+
 use crate::rules::{
-    Pairing, Published, ResourceTable, RuleError, RuleHasher, RuleIndex, all_or_errors, carry_over,
-    check_regex_count, check_rules_per_resource, compile_patterns,
+    CompiledRules, HoldsRule, ResourceTable, RuleHasher, RuleIndex, RuleKind, RulePairing,
+    carry_over_rules,
 };
 
 /// How a rule shapes traffic, with its state.
@@ -155,6 +158,14 @@ pub(crate) struct FlowRuleState {
     pub(crate) controller: Controller,
 }
 
+impl HoldsRule for FlowRuleState {
+    type Rule = FlowRule;
+
+    fn rule(&self) -> &FlowRule {
+        &self.rule
+    }
+}
+
 /// The rules of one resource, in check order, and the origins they name.
 #[derive(Debug, Default)]
 pub(crate) struct ResourceRules {
@@ -217,11 +228,6 @@ impl FlowSnapshot {
         self.index.names(resource)
     }
 
-    /// Appends the regex rules matching `resource` to `signature` (see `rules::push_matching`).
-    pub(crate) fn push_matching_regex(&self, resource: &str, signature: &mut String) {
-        self.index.push_matching(resource, 'f', signature);
-    }
-
     /// Whether some rule of `strategy` names `name` as its `refResource` (a RELATE rule's resource, a
     /// CHAIN rule's context). The engine asks for each new name past its caps, which requests may
     /// choose: one lookup (a scan of the rules made each such request cost the length of the list).
@@ -238,122 +244,115 @@ impl FlowSnapshot {
     pub(crate) fn statuses(&self) -> Vec<FlowStatus> {
         self.in_order.iter().map(|s| s.status()).collect()
     }
+}
 
-    /// The rules in load order.
-    pub(crate) fn rules(&self) -> impl Iterator<Item = &FlowRule> {
+impl CompiledRules for FlowSnapshot {
+    type Rule = FlowRule;
+
+    fn rules(&self) -> impl Iterator<Item = &FlowRule> {
         self.in_order.iter().map(|s| &*s.rule)
     }
 }
 
-/// The engine's flow rules.
+/// The flow rules: an engine's [`RuleSet`](crate::rules::RuleSet) of them holds a [`FlowSnapshot`].
 #[derive(Debug)]
-pub(crate) struct FlowRules {
-    snapshot: Published<FlowSnapshot>,
-    load_lock: Mutex<()>,
+pub(crate) struct FlowKind {
     cold_factor: f64,
     /// The engine clock's resolution in ns (see [`Clock::resolution`](crate::Clock::resolution)).
     tick_ns: u64,
 }
 
-impl FlowRules {
+impl FlowKind {
     pub(crate) fn new(cold_factor: f64, tick_ns: u64) -> Self {
-        FlowRules {
-            snapshot: Published::default(),
-            load_lock: Mutex::new(()),
+        FlowKind {
             cold_factor,
             tick_ns,
         }
     }
 
-    /// Whether any flow rule is in force.
-    #[inline]
-    pub(crate) fn in_force(&self) -> bool {
-        self.snapshot.in_force()
-    }
-
-    /// The rules in force.
-    #[inline]
-    pub(crate) fn snapshot(&self) -> arc_swap::Guard<Arc<FlowSnapshot>> {
-        self.snapshot.load()
-    }
-
-    /// Validates `rules` and puts them in force; on error nothing changes.
-    pub(crate) fn load(&self, rules: Vec<FlowRule>) -> Result<(), RuleError> {
-        check_regex_count(rules.iter().map(|r| r.regex))?;
-        check_rules_per_resource(rules.iter().map(|r| (r.resource.as_str(), r.regex)))?;
-        all_or_errors(rules.iter().enumerate().map(|(i, r)| r.validate(i)))?;
-        let _guard = self.load_lock.lock().unwrap_or_else(|e| e.into_inner());
-        let old = self.snapshot.load_full();
-        if old.in_order.len() == rules.len() && old.rules().zip(&rules).all(|(a, b)| a == b) {
-            return Ok(());
+    /// The state of a new rule, copying `similar`'s controller state when there is one.
+    fn state(&self, rule: FlowRule, similar: Option<&FlowRuleState>) -> FlowRuleState {
+        let controller = Controller::new(&rule, self.cold_factor, self.tick_ns);
+        if let Some(old) = similar {
+            controller.copy_state(&old.controller);
         }
-        let patterns = compile_patterns(
-            rules
-                .iter()
-                .map(|r| r.regex.then_some(r.resource.as_str()))
-                .enumerate(),
-        )?;
-        let hasher = RuleHasher::new();
-        let without_id = |r: &FlowRule| hasher.hash(|h| r.hash_without_id(h));
-        let every_field = |r: &FlowRule| {
-            hasher.hash(|h| {
-                r.id.hash(h);
-                r.hash_without_id(h);
-            })
-        };
-        let in_order = carry_over(
-            &old.in_order,
-            rules,
-            Pairing {
-                state: |s: &FlowRuleState| every_field(&s.rule),
-                rule: &every_field,
-                holds: |s: &FlowRuleState, r: &FlowRule| *s.rule == *r,
-            },
-            // Only the id differs: a dashboard that numbers its rules afresh (after a restart) must not
-            // send warm-up back to cold or drop pacing reservations.
-            Pairing {
-                state: |s: &FlowRuleState| without_id(&s.rule),
-                rule: &without_id,
-                holds: |s: &FlowRuleState, r: &FlowRule| s.rule.id != r.id && s.rule.eq_but_id(r),
-            },
-            |rule, similar| FlowRuleState {
-                controller: {
-                    let controller = Controller::new(&rule, self.cold_factor, self.tick_ns);
-                    if let Some(old) = similar {
-                        controller.copy_state(&old.controller);
-                    }
-                    controller
-                },
-                limit_app: LimitApp::of(&rule.limit_app),
-                reads_cluster_node: LimitApp::of(&rule.limit_app) == LimitApp::Default
-                    && rule.strategy == FlowStrategy::Direct,
-                checked_locally: !rule.cluster_mode
-                    || rule
-                        .cluster_config
-                        .as_ref()
-                        .is_some_and(|c| c.fallback_to_local_when_fail),
-                rule: Arc::new(rule),
-            },
-        );
-        let index = RuleIndex::new(in_order.iter().zip(patterns), |s| {
-            Some(s.rule.resource.as_str())
-        });
-        let in_force = !in_order.is_empty();
-        self.snapshot.store(
-            Arc::new(FlowSnapshot {
-                references: [FlowStrategy::Relate, FlowStrategy::Chain].map(|strategy| {
-                    in_order
-                        .iter()
-                        .filter(|s| s.rule.strategy == strategy)
-                        .filter_map(|s| Some((Box::from(s.rule.ref_resource.as_deref()?), ())))
-                        .collect()
-                }),
-                in_order,
-                index,
-                by_resource: ResourceTable::default(),
-            }),
-            in_force,
-        );
-        Ok(())
+        FlowRuleState {
+            controller,
+            limit_app: LimitApp::of(&rule.limit_app),
+            reads_cluster_node: LimitApp::of(&rule.limit_app) == LimitApp::Default
+                && rule.strategy == FlowStrategy::Direct,
+            checked_locally: !rule.cluster_mode
+                || rule
+                    .cluster_config
+                    .as_ref()
+                    .is_some_and(|c| c.fallback_to_local_when_fail),
+            rule: Arc::new(rule),
+        }
     }
 }
+
+impl RuleKind for FlowKind {
+    type Checked = Vec<FlowRule>;
+    type Compiled = FlowSnapshot;
+
+    fn build(
+        &self,
+        old: &FlowSnapshot,
+        rules: Vec<FlowRule>,
+        patterns: Vec<Option<Regex>>,
+    ) -> FlowSnapshot {
+        let hasher = RuleHasher::new();
+        let in_order = carry_over_rules(
+            &old.in_order,
+            rules,
+            |r| r,
+            RulePairing {
+                every_field: |r: &FlowRule| {
+                    hasher.hash(|h| {
+                        r.id.hash(h);
+                        r.hash_without_id(h);
+                    })
+                },
+                // Only the id differs: a dashboard that numbers its rules afresh (after a restart)
+                // must not send warm-up back to cold or drop pacing reservations.
+                similar_fields: |r: &FlowRule| hasher.hash(|h| r.hash_without_id(h)),
+                similar: |old: &FlowRule, new: &FlowRule| old.id != new.id && old.eq_but_id(new),
+            },
+            |rule, similar| self.state(rule, similar),
+        );
+        FlowSnapshot {
+            references: [FlowStrategy::Relate, FlowStrategy::Chain].map(|strategy| {
+                in_order
+                    .iter()
+                    .filter(|s| s.rule.strategy == strategy)
+                    .filter_map(|s| Some((Box::from(s.rule.ref_resource.as_deref()?), ())))
+                    .collect()
+            }),
+            index: RuleIndex::new(in_order.iter().zip(patterns), |s| {
+                Some(s.rule.resource.as_str())
+            }),
+            in_order,
+            by_resource: ResourceTable::default(),
+        }
+    }
+
+    /// A rule names a resource exactly, or a RELATE rule reads it (its reference must be counted).
+    fn names_exactly(compiled: &FlowSnapshot, resource: &str) -> bool {
+        compiled.names(resource) || compiled.references(resource, FlowStrategy::Relate)
+    }
+
+    fn push_matching_regex(compiled: &FlowSnapshot, resource: &str, signature: &mut String) {
+        compiled.index.push_matching(resource, 'f', signature);
+    }
+
+    /// The origins named by a specific `limitApp`.
+    fn origins(compiled: &FlowSnapshot) -> impl Iterator<Item = &str> {
+        compiled
+            .rules()
+            .map(|r| r.limit_app.as_str())
+            .filter(|app| *app != "default" && *app != "other")
+    }
+}
+
+/// The flow rules in force, as the engine and the flow slot share them.
+pub(crate) type FlowRules = crate::rules::RuleSet<FlowKind>;

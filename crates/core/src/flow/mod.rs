@@ -11,8 +11,8 @@ mod throttling;
 mod warm_up;
 mod warm_up_rate_limiter;
 
-pub(crate) use manager::FlowRules;
 pub use manager::FlowStatus;
+pub(crate) use manager::{FlowKind, FlowRules};
 pub(crate) use reject::RejectController;
 pub(crate) use rule::u32_range;
 pub use rule::{ClusterFlowConfig, ControlBehavior, FlowGrade, FlowRule, FlowStrategy};

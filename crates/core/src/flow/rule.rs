@@ -5,8 +5,8 @@ use std::hash::{Hash, Hasher};
 use serde_json::{Map, Value, json};
 
 use crate::rules::{
-    ClusterFields, Fields, RuleError, RuleFields, check_cluster_fields, check_pattern,
-    check_rule_head, hash_f64, rule_head,
+    ClusterFields, Fields, RuleError, RuleFields, RuleType, SentinelRule, check_cluster_fields,
+    check_pattern, check_rule_head, hash_f64, rule_head,
 };
 
 /// What a flow rule counts.
@@ -349,9 +349,21 @@ impl FlowRule {
         }
         Ok(())
     }
+}
+
+impl SentinelRule for FlowRule {
+    const TYPE: RuleType = RuleType::Flow;
+
+    fn target(&self) -> Option<(&str, bool)> {
+        Some((&self.resource, self.regex))
+    }
+
+    fn check(&self, index: usize) -> Result<(), RuleError> {
+        self.validate(index)
+    }
 
     /// The JSON fields of Sentinel's `FlowRule` and its `ClusterFlowConfig`.
-    pub(crate) const FIELDS: Fields = Fields::new(
+    const FIELDS: Fields = Fields::new(
         &[
             "id",
             "resource",
@@ -388,7 +400,7 @@ impl FlowRule {
     );
 
     /// Reads a rule from Sentinel JSON.
-    pub(crate) fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {
+    fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {
         let mut rule = FlowRule::new(f.string("resource")?.unwrap_or_default(), 0.0);
         rule.id = f.integer("id")?;
         if let Some(app) = f.limit_app()? {
@@ -462,7 +474,7 @@ impl FlowRule {
     }
 
     /// The rule as Sentinel JSON (nulls omitted).
-    pub(crate) fn to_json(&self) -> Map<String, Value> {
+    fn to_json(&self) -> Map<String, Value> {
         let mut m = rule_head(self.id, &self.resource, &self.limit_app);
         m.insert("grade".into(), json!(self.grade.code()));
         m.insert("count".into(), json!(self.count));

@@ -14,10 +14,9 @@
 //! first use: PF-01).
 
 use std::hash::{Hash, Hasher};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use arc_swap::ArcSwap;
+use regex::Regex;
 
 use super::cache::{NewValue, ValueCache};
 use super::concurrency;
@@ -28,8 +27,8 @@ use crate::flow::{ControlBehavior, FlowGrade};
 use crate::param::{ParamValue, StoredValue};
 use crate::registry::Resource;
 use crate::rules::{
-    Pairing, ResourceTable, RuleError, RuleHasher, RuleIndex, all_or_errors, carry_over,
-    check_regex_count, check_rules_per_resource, compile_patterns, first_of_each,
+    CheckedList, CompiledRules, HoldsRule, ResourceTable, RuleError, RuleHasher, RuleIndex,
+    RuleKind, RulePairing, all_or_errors, carry_over_rules, first_of_each, pattern,
 };
 
 /// Token buckets count in ms (Sentinel's windows); pacing counts in ns (FL-03).
@@ -321,6 +320,14 @@ impl ParamRuleState {
     }
 }
 
+impl HoldsRule for ParamRuleState {
+    type Rule = ParamFlowRule;
+
+    fn rule(&self) -> &ParamFlowRule {
+        &self.rule
+    }
+}
+
 /// Whether `new` takes the state of `old` (a rule in force that it replaces, not equal to it): a QPS
 /// rule equal but for its `id`, or a THREAD rule of the same resource, argument and exception items
 /// (its calls in flight are the same calls, whatever the count).
@@ -401,63 +408,57 @@ impl ParamSnapshot {
         self.index.names(resource)
     }
 
-    /// Appends the regex rules matching `resource` to `signature` (see `rules::push_matching`).
-    pub(crate) fn push_matching_regex(&self, resource: &str, signature: &mut String) {
-        self.index.push_matching(resource, 'p', signature);
-    }
-
-    /// The rules in load order.
-    pub(crate) fn rules(&self) -> impl Iterator<Item = &ParamFlowRule> {
-        self.in_order.iter().map(|s| &*s.rule)
-    }
-
     /// The status of every rule, in load order.
     pub(crate) fn statuses(&self) -> Vec<ParamFlowStatus> {
         self.in_order.iter().map(|s| s.status()).collect()
     }
 }
 
-/// The engine's hot-parameter rules.
+impl CompiledRules for ParamSnapshot {
+    type Rule = ParamFlowRule;
+
+    fn rules(&self) -> impl Iterator<Item = &ParamFlowRule> {
+        self.in_order.iter().map(|s| &*s.rule)
+    }
+}
+
+/// A rule with the exception items its check worked out.
+type Parsed = (ParamFlowRule, Vec<(StoredValue, u32)>);
+
+/// A checked list of hot-parameter rules: each rule kept (the first of its equals) with its items, and
+/// its position in the list.
 #[derive(Debug)]
-pub(crate) struct ParamFlowRules {
-    snapshot: ArcSwap<ParamSnapshot>,
-    /// Whether any rule is in force (read before the snapshot, so engines without parameter rules pay
-    /// one relaxed load per entry).
-    any: AtomicBool,
-    load_lock: Mutex<()>,
+pub(crate) struct CheckedRules {
+    rules: Vec<Parsed>,
+    positions: Vec<usize>,
+}
+
+/// The hot-parameter rules: an engine's [`RuleSet`](crate::rules::RuleSet) of them holds a [`ParamSnapshot`].
+#[derive(Debug)]
+pub(crate) struct ParamFlowKind {
     /// Values each rule remembers; `None`: Sentinel's `min(4000 · durationInSec, 200000)`.
     capacity: Option<usize>,
     /// The engine clock's resolution in ns (see [`Clock::resolution`](crate::Clock::resolution)).
     tick_ns: u64,
 }
 
-impl ParamFlowRules {
+impl ParamFlowKind {
     pub(crate) fn new(capacity: Option<usize>, tick_ns: u64) -> Self {
-        ParamFlowRules {
-            snapshot: ArcSwap::default(),
-            any: AtomicBool::new(false),
-            load_lock: Mutex::new(()),
-            capacity,
-            tick_ns,
-        }
+        ParamFlowKind { capacity, tick_ns }
     }
+}
 
-    /// The rules in force.
-    #[inline]
-    pub(crate) fn snapshot(&self) -> arc_swap::Guard<Arc<ParamSnapshot>> {
-        self.snapshot.load()
-    }
+/// The hash of every field of a rule, `id` included.
+fn every_field(hasher: &RuleHasher, r: &ParamFlowRule) -> u64 {
+    hasher.hash(|h| {
+        r.id.hash(h);
+        r.hash_without_id(h);
+    })
+}
 
-    /// Whether any rule is in force (may lag a concurrent load by a moment, like the snapshot itself).
-    #[inline]
-    pub(crate) fn any(&self) -> bool {
-        self.any.load(Ordering::Relaxed)
-    }
-
-    /// Validates `rules` and puts them in force; on error nothing changes.
-    pub(crate) fn load(&self, rules: Vec<ParamFlowRule>) -> Result<(), RuleError> {
-        check_regex_count(rules.iter().map(|r| r.regex))?;
-        check_rules_per_resource(rules.iter().map(|r| (r.resource.as_str(), r.regex)))?;
+impl CheckedList<ParamFlowRule> for CheckedRules {
+    /// Every rule is valid; exact duplicates are dropped (Sentinel keeps rules in a set).
+    fn check(rules: Vec<ParamFlowRule>) -> Result<Self, RuleError> {
         let validated = all_or_errors(
             rules
                 .into_iter()
@@ -465,49 +466,56 @@ impl ParamFlowRules {
                 .map(|(index, rule)| Ok((rule.validate(index)?, rule))),
         )?;
         let hasher = RuleHasher::new();
-        let every_field = |r: &ParamFlowRule| {
-            hasher.hash(|h| {
-                r.id.hash(h);
-                r.hash_without_id(h);
-            })
+        let firsts = first_of_each(
+            &validated,
+            |(_, r)| every_field(&hasher, r),
+            |(_, a), (_, b)| a == b,
+        );
+        let mut checked = CheckedRules {
+            rules: Vec::new(),
+            positions: Vec::new(),
         };
-        let successor_fields = |r: &ParamFlowRule| hasher.hash(|h| hash_successor_fields(r, h));
-        // Each rule kept (the first of its equals), with its position in the list.
-        let firsts = first_of_each(&validated, |(_, r)| every_field(r), |(_, a), (_, b)| a == b);
-        let mut parsed: Vec<(ParamFlowRule, Vec<(StoredValue, u32)>)> = Vec::new();
-        let mut positions: Vec<usize> = Vec::new();
         for (position, ((items, rule), first)) in validated.into_iter().zip(firsts).enumerate() {
             if first {
-                parsed.push((rule, items));
-                positions.push(position);
+                checked.rules.push((rule, items));
+                checked.positions.push(position);
             }
         }
-        let _guard = self.load_lock.lock().unwrap_or_else(|e| e.into_inner());
-        let old = self.snapshot.load_full();
-        if old.in_order.len() == parsed.len() && old.rules().zip(&parsed).all(|(a, (b, _))| a == b)
-        {
-            return Ok(());
-        }
-        let patterns = compile_patterns(
-            positions
-                .iter()
-                .zip(&parsed)
-                .map(|(&i, (r, _))| (i, r.regex.then_some(r.resource.as_str()))),
-        )?;
+        Ok(checked)
+    }
+
+    fn rules(&self) -> impl Iterator<Item = &ParamFlowRule> {
+        self.rules.iter().map(|(r, _)| r)
+    }
+
+    fn patterns(&self) -> impl Iterator<Item = (usize, Option<&str>)> {
+        self.positions
+            .iter()
+            .zip(&self.rules)
+            .map(|(&index, (rule, _))| (index, pattern(rule)))
+    }
+}
+
+impl RuleKind for ParamFlowKind {
+    type Checked = CheckedRules;
+    type Compiled = ParamSnapshot;
+
+    fn build(
+        &self,
+        old: &ParamSnapshot,
+        checked: CheckedRules,
+        patterns: Vec<Option<Regex>>,
+    ) -> ParamSnapshot {
         let generation = old.generation + 1;
-        type Parsed = (ParamFlowRule, Vec<(StoredValue, u32)>);
-        let in_order = carry_over(
+        let hasher = RuleHasher::new();
+        let in_order = carry_over_rules(
             &old.in_order,
-            parsed,
-            Pairing {
-                state: |s: &ParamRuleState| every_field(&s.rule),
-                rule: |(r, _): &Parsed| every_field(r),
-                holds: |s: &ParamRuleState, (r, _): &Parsed| *s.rule == *r,
-            },
-            Pairing {
-                state: |s: &ParamRuleState| successor_fields(&s.rule),
-                rule: |(r, _): &Parsed| successor_fields(r),
-                holds: |s: &ParamRuleState, (r, _): &Parsed| succeeds(r, &s.rule),
+            checked.rules,
+            |(r, _): &Parsed| r,
+            RulePairing {
+                every_field: |r: &ParamFlowRule| every_field(&hasher, r),
+                similar_fields: |r: &ParamFlowRule| hasher.hash(|h| hash_successor_fields(r, h)),
+                similar: |old: &ParamFlowRule, new: &ParamFlowRule| succeeds(new, old),
             },
             |(rule, items), similar| {
                 ParamRuleState::new(
@@ -527,15 +535,20 @@ impl ParamFlowRules {
         for state in in_order.iter().filter(|s| s.is_thread()) {
             state.cache.set_threshold(state.rule.count as i64);
         }
-        let any = !in_order.is_empty();
-        self.snapshot.store(Arc::new(ParamSnapshot {
+        ParamSnapshot {
             in_order,
             index,
             generation,
             by_resource: ResourceTable::default(),
-        }));
-        self.any.store(any, Ordering::Relaxed);
-        Ok(())
+        }
+    }
+
+    fn names_exactly(compiled: &ParamSnapshot, resource: &str) -> bool {
+        compiled.names(resource)
+    }
+
+    fn push_matching_regex(compiled: &ParamSnapshot, resource: &str, signature: &mut String) {
+        compiled.index.push_matching(resource, 'p', signature);
     }
 }
 
@@ -589,3 +602,6 @@ mod tests {
         assert_eq!(threshold(ParamValue::Int(43)), (5, false));
     }
 }
+
+/// The hot-parameter rules in force, as the engine and the hot-parameter slot share them.
+pub(crate) type ParamFlowRules = crate::rules::RuleSet<ParamFlowKind>;

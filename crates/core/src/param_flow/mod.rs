@@ -9,7 +9,7 @@ mod rule;
 mod slot;
 mod token_bucket;
 
-pub(crate) use manager::ParamFlowRules;
+pub(crate) use manager::ParamFlowKind;
 pub use manager::ParamFlowStatus;
 pub use rule::{ParamFlowClusterConfig, ParamFlowItem, ParamFlowRule};
 pub use slot::ParamFlowSlot;

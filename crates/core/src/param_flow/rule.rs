@@ -14,8 +14,8 @@ use serde_json::{Map, Value, json};
 use crate::flow::{ControlBehavior, FlowGrade};
 use crate::param::{ParamValue, StoredValue};
 use crate::rules::{
-    ClusterFields, Fields, Firsts, RuleError, RuleFields, RuleHasher, check_cluster_fields,
-    check_pattern, check_rule_head, hash_f64, rule_head,
+    ClusterFields, Fields, Firsts, RuleError, RuleFields, RuleHasher, RuleType, SentinelRule,
+    check_cluster_fields, check_pattern, check_rule_head, hash_f64, rule_head,
 };
 
 /// A value with its own threshold (Sentinel's `ParamFlowItem`).
@@ -428,10 +428,22 @@ impl ParamFlowRule {
         }
         Ok(items)
     }
+}
+
+impl SentinelRule for ParamFlowRule {
+    const TYPE: RuleType = RuleType::ParamFlow;
+
+    fn target(&self) -> Option<(&str, bool)> {
+        Some((&self.resource, self.regex))
+    }
+
+    fn check(&self, index: usize) -> Result<(), RuleError> {
+        self.validate(index).map(drop)
+    }
 
     /// The JSON fields of Sentinel's `ParamFlowRule`, its `ParamFlowItem`s and its
     /// `ParamFlowClusterConfig`.
-    pub(crate) const FIELDS: Fields = Fields::new(
+    const FIELDS: Fields = Fields::new(
         &[
             "id",
             "resource",
@@ -470,7 +482,7 @@ impl ParamFlowRule {
     );
 
     /// Reads a rule from Sentinel JSON.
-    pub(crate) fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {
+    fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {
         let Some(param_idx) = f.int_in::<i32>("paramIdx")? else {
             return Err(f.error("paramIdx", "is required"));
         };
@@ -554,7 +566,7 @@ impl ParamFlowRule {
     }
 
     /// The rule as Sentinel JSON (nulls omitted).
-    pub(crate) fn to_json(&self) -> Map<String, Value> {
+    fn to_json(&self) -> Map<String, Value> {
         let mut m = rule_head(self.id, &self.resource, &self.limit_app);
         m.insert("grade".into(), json!(self.grade.code()));
         m.insert("paramIdx".into(), json!(self.param_idx));

@@ -192,7 +192,7 @@ impl Slot for ParamFlowSlot {
     #[inline]
     fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
         let args = cx.args;
-        if args.is_empty() || !self.rules.any() {
+        if args.is_empty() || !self.rules.in_force() {
             return Ok(());
         }
         let snapshot = self.rules.snapshot();

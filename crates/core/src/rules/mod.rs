@@ -17,6 +17,7 @@
 mod checks;
 mod fields;
 mod json;
+mod kind;
 mod pattern;
 mod published;
 mod reload;
@@ -41,11 +42,16 @@ pub(crate) use json::parse_rule_array;
 pub(crate) use json::{
     RuleFields, RuleItem, parse_rule_items, regex_flags, rule_head, to_json_array,
 };
+pub(crate) use kind::{
+    AnyRuleSet, CheckedList, CompiledRules, Rule, RuleKind, RuleSet, SentinelRule, pattern,
+};
 #[cfg(test)]
 pub(crate) use pattern::whole_name_regex;
 pub(crate) use pattern::{check_pattern, check_regex_count, compile_patterns};
 pub(crate) use published::Published;
-pub(crate) use reload::{Firsts, Pairing, RuleHasher, carry_over, first_of_each, hash_f64};
+pub(crate) use reload::{
+    Firsts, HoldsRule, RuleHasher, RulePairing, carry_over_rules, first_of_each, hash_f64,
+};
 pub(crate) use resource_table::ResourceTable;
 pub(crate) use rule_index::{RuleIndex, applicable, push_matching};
 

@@ -23,14 +23,6 @@ impl<T: Default> Default for Published<T> {
 }
 
 impl<T> Published<T> {
-    /// A first snapshot.
-    pub(crate) fn new(value: T, in_force: bool) -> Self {
-        Published {
-            current: ArcSwap::from_pointee(value),
-            in_force: AtomicBool::new(in_force),
-        }
-    }
-
     /// Whether any rule is in force (one relaxed load; a reader that sees `true` then loads).
     #[inline]
     pub(crate) fn in_force(&self) -> bool {

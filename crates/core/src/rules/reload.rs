@@ -145,6 +145,57 @@ pub(crate) fn carry_over<T, S>(
         .collect()
 }
 
+/// A rule's state, holding its rule.
+pub(crate) trait HoldsRule {
+    type Rule: PartialEq;
+
+    fn rule(&self) -> &Self::Rule;
+}
+
+/// How [`carry_over_rules`] pairs old rules with new ones: by `every_field` (the hash of every field)
+/// for equal rules, by `similar_fields` and `similar(old, new)` for similar ones.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RulePairing<E, H, M> {
+    pub(crate) every_field: E,
+    pub(crate) similar_fields: H,
+    pub(crate) similar: M,
+}
+
+/// [`carry_over`] of rule states: a new item (whose rule `rule_of` gives) keeps the state of an equal
+/// rule in force, or gets a `fresh` one made with the state of a similar rule when there is one.
+pub(crate) fn carry_over_rules<T, S: HoldsRule>(
+    old: &[Arc<S>],
+    new: Vec<T>,
+    rule_of: impl Fn(&T) -> &S::Rule,
+    pairing: RulePairing<
+        impl Fn(&S::Rule) -> u64,
+        impl Fn(&S::Rule) -> u64,
+        impl Fn(&S::Rule, &S::Rule) -> bool,
+    >,
+    fresh: impl FnMut(T, Option<&S>) -> S,
+) -> Vec<Arc<S>> {
+    let RulePairing {
+        every_field,
+        similar_fields,
+        similar,
+    } = pairing;
+    carry_over(
+        old,
+        new,
+        Pairing {
+            state: |s: &S| every_field(s.rule()),
+            rule: |t: &T| every_field(rule_of(t)),
+            holds: |s: &S, t: &T| s.rule() == rule_of(t),
+        },
+        Pairing {
+            state: |s: &S| similar_fields(s.rule()),
+            rule: |t: &T| similar_fields(rule_of(t)),
+            holds: |s: &S, t: &T| similar(s.rule(), rule_of(t)),
+        },
+        fresh,
+    )
+}
+
 /// The first item of each kind among the items of a list offered so far, by hash: an item is compared
 /// only with the firsts of its hash.
 #[derive(Debug, Default)]

@@ -5,14 +5,16 @@
 //! dimension, so a block allocates nothing. When a load or CPU threshold comes into force the probe is
 //! started.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+
+use regex::Regex;
 
 use super::limit::{SystemLimit, SystemLimitType, SystemThresholds};
 use super::probe::SystemProbe;
 use super::rule::SystemRule;
 use crate::node::StatisticNode;
-use crate::rules::{Published, RuleError, all_or_errors};
+use crate::rules::{CompiledRules, RuleKind, RuleSet};
 
 /// An immutable set of system rules.
 #[derive(Debug)]
@@ -56,10 +58,19 @@ impl SystemSnapshot {
     pub(crate) fn limit(&self, limit_type: SystemLimitType) -> &Arc<SystemLimit> {
         &self.limits[limit_type as usize]
     }
+}
 
-    /// The rules as loaded.
-    pub(crate) fn rules(&self) -> &[SystemRule] {
-        &self.rules
+impl CompiledRules for SystemSnapshot {
+    type Rule = SystemRule;
+
+    fn rules(&self) -> impl Iterator<Item = &SystemRule> {
+        self.rules.iter()
+    }
+}
+
+impl Default for SystemSnapshot {
+    fn default() -> Self {
+        SystemSnapshot::new(Vec::new())
     }
 }
 
@@ -78,12 +89,11 @@ pub struct SystemStatus {
 /// engine warn that the rules check nothing (SY-06).
 pub(crate) const OUTBOUND_BEFORE_WARNING: u32 = 1000;
 
-/// The engine's system rules and probe.
+/// The system rules, with the probe they read and the state of the warning about outbound entries: an
+/// engine's [`RuleSet`](crate::rules::RuleSet) of them holds a [`SystemSnapshot`].
 #[derive(Debug)]
-pub(crate) struct SystemRules {
-    snapshot: Published<SystemSnapshot>,
+pub(crate) struct SystemKind {
     pub(crate) probe: Arc<dyn SystemProbe>,
-    load_lock: Mutex<()>,
     /// Whether the inbound node was found to have counted an inbound entry (it never forgets).
     inbound_seen: AtomicBool,
     /// Outbound entries that met the rules of the last load while no inbound entry had been seen.
@@ -92,12 +102,10 @@ pub(crate) struct SystemRules {
     warned: AtomicBool,
 }
 
-impl SystemRules {
+impl SystemKind {
     pub(crate) fn new(probe: Arc<dyn SystemProbe>) -> Self {
-        SystemRules {
-            snapshot: Published::new(SystemSnapshot::new(Vec::new()), false),
+        SystemKind {
             probe,
-            load_lock: Mutex::new(()),
             inbound_seen: AtomicBool::new(false),
             outbound_unchecked: AtomicU32::new(0),
             warned: AtomicBool::new(false),
@@ -134,36 +142,9 @@ impl SystemRules {
             );
         }
     }
+}
 
-    /// Whether any system threshold is set.
-    #[inline]
-    pub(crate) fn in_force(&self) -> bool {
-        self.snapshot.in_force()
-    }
-
-    /// The rules in force.
-    #[inline]
-    pub(crate) fn snapshot(&self) -> arc_swap::Guard<Arc<SystemSnapshot>> {
-        self.snapshot.load()
-    }
-
-    /// Validates `rules` and puts them in force; on error nothing changes.
-    pub(crate) fn load(&self, rules: Vec<SystemRule>) -> Result<(), RuleError> {
-        all_or_errors(rules.iter().enumerate().map(|(i, r)| r.validate(i)))?;
-        // Every rule sets a threshold, so a list protects something unless it is `[]`, which clears.
-        let snapshot = SystemSnapshot::new(rules);
-        if snapshot.thresholds.reads_probe() {
-            self.probe.start();
-        }
-        let _guard = self.load_lock.lock().unwrap_or_else(|e| e.into_inner());
-        let active = snapshot.is_active();
-        self.snapshot.store(Arc::new(snapshot), active);
-        // New rules are warned about afresh.
-        self.outbound_unchecked.store(0, Ordering::Relaxed);
-        self.warned.store(false, Ordering::Relaxed);
-        Ok(())
-    }
-
+impl RuleSet<SystemKind> {
     /// The probe's readings and the thresholds in force (starts the probe).
     pub(crate) fn status(&self) -> SystemStatus {
         self.probe.start();
@@ -174,3 +155,32 @@ impl SystemRules {
         }
     }
 }
+
+impl RuleKind for SystemKind {
+    type Checked = Vec<SystemRule>;
+    type Compiled = SystemSnapshot;
+
+    /// Merges the rules (every rule sets a threshold, so a list protects something unless it is `[]`,
+    /// which clears), and starts the probe when a load or CPU threshold comes into force.
+    fn build(
+        &self,
+        _old: &SystemSnapshot,
+        rules: Vec<SystemRule>,
+        _patterns: Vec<Option<Regex>>,
+    ) -> SystemSnapshot {
+        let snapshot = SystemSnapshot::new(rules);
+        if snapshot.thresholds.reads_probe() {
+            self.probe.start();
+        }
+        snapshot
+    }
+
+    /// The rules of each load, changed or not, are warned about afresh.
+    fn loaded(&self, _: &SystemSnapshot) {
+        self.outbound_unchecked.store(0, Ordering::Relaxed);
+        self.warned.store(false, Ordering::Relaxed);
+    }
+}
+
+/// The system rules in force, as the engine and the system slot share them.
+pub(crate) type SystemRules = crate::rules::RuleSet<SystemKind>;

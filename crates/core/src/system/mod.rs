@@ -10,7 +10,7 @@ mod rule;
 mod slot;
 
 pub use limit::{SystemLimit, SystemLimitType, SystemThresholds};
-pub(crate) use manager::SystemRules;
+pub(crate) use manager::SystemKind;
 pub use manager::SystemStatus;
 pub use os_probe::OsProbe;
 pub use probe::{ManualProbe, SystemProbe};

@@ -20,7 +20,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::rules::{Fields, RuleError, RuleFields};
+use crate::rules::{Fields, RuleError, RuleFields, RuleType, SentinelRule};
 
 /// A system rule. Build one with the setters:
 ///
@@ -148,10 +148,25 @@ impl SystemRule {
         }
         Ok(())
     }
+}
+
+impl SentinelRule for SystemRule {
+    const TYPE: RuleType = RuleType::System;
+
+    /// System rules protect the whole process: they name no resource.
+    const NAMES_RESOURCES: bool = false;
+
+    fn target(&self) -> Option<(&str, bool)> {
+        None
+    }
+
+    fn check(&self, index: usize) -> Result<(), RuleError> {
+        self.validate(index)
+    }
 
     /// The JSON fields of Sentinel's `SystemRule` (which has a rule's `resource`, `limitApp` and
     /// `regex` too, and ignores them).
-    pub(crate) const FIELDS: Fields = Fields::new(
+    const FIELDS: Fields = Fields::new(
         &[
             "id",
             "resource",
@@ -168,7 +183,7 @@ impl SystemRule {
 
     /// Reads a rule from Sentinel JSON: `-1` or an absent field is unset; another negative value is an
     /// error.
-    pub(crate) fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {
+    fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {
         let number = |field: &str| -> Result<Option<f64>, RuleError> {
             match f.number(field)? {
                 Some(-1.0) => Ok(None),
@@ -196,7 +211,7 @@ impl SystemRule {
     }
 
     /// The rule as Sentinel JSON: every dimension, `-1` when unset.
-    pub(crate) fn to_json(&self) -> Map<String, Value> {
+    fn to_json(&self) -> Map<String, Value> {
         let mut m = Map::new();
         if let Some(id) = self.id {
             m.insert("id".into(), json!(id));
