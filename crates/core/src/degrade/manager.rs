@@ -300,6 +300,9 @@ impl RuleKind for DegradeKind {
     }
 }
 
+/// The degrade rules in force, as the engine and the degrade slot share them.
+pub(crate) type DegradeRules = crate::rules::RuleSet<DegradeKind>;
+
 #[cfg(test)]
 mod tests {
     use std::hash::BuildHasher;
@@ -322,6 +325,3 @@ mod tests {
         assert_ne!(map.hasher().hash_one(a), map.hasher().hash_one(b));
     }
 }
-
-/// The degrade rules in force, as the engine and the degrade slot share them.
-pub(crate) type DegradeRules = crate::rules::RuleSet<DegradeKind>;

@@ -552,6 +552,9 @@ impl RuleKind for ParamFlowKind {
     }
 }
 
+/// The hot-parameter rules in force, as the engine and the hot-parameter slot share them.
+pub(crate) type ParamFlowRules = crate::rules::RuleSet<ParamFlowKind>;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -602,6 +605,3 @@ mod tests {
         assert_eq!(threshold(ParamValue::Int(43)), (5, false));
     }
 }
-
-/// The hot-parameter rules in force, as the engine and the hot-parameter slot share them.
-pub(crate) type ParamFlowRules = crate::rules::RuleSet<ParamFlowKind>;
