@@ -6,6 +6,7 @@
 //! line below: its [`RuleType`], its field here and how its set is made from the engine's settings.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::authority::AuthorityKind;
 use crate::degrade::DegradeKind;
@@ -32,6 +33,8 @@ macro_rules! rule_sets {
         #[derive(Debug, Clone)]
         pub(crate) struct RuleSets {
             $(pub(crate) $field: Arc<RuleSet<$kind>>,)*
+            /// A bit per rule type ([`RuleType::bit`]), set while rules of the type are in force.
+            in_force: Arc<AtomicU32>,
         }
 
         // Each set is registered under its kind's own rule type.
@@ -43,8 +46,12 @@ macro_rules! rule_sets {
         impl RuleSets {
             /// Every set, with no rule in force yet.
             pub(crate) fn new(settings: &KindSettings) -> Self {
+                let in_force = Arc::new(AtomicU32::new(0));
                 RuleSets {
-                    $($field: Arc::new(RuleSet::new(($make)(settings))),)*
+                    $($field: Arc::new(
+                        RuleSet::new(($make)(settings)).in_force_in(&in_force, RuleType::$variant.bit()),
+                    ),)*
+                    in_force,
                 }
             }
 
@@ -64,9 +71,13 @@ macro_rules! rule_sets {
             /// each slot of an entry).
             #[inline]
             pub(crate) fn in_force(&self, rule_type: RuleType) -> bool {
-                match rule_type {
-                    $(RuleType::$variant => self.$field.in_force(),)*
-                }
+                self.in_force_mask() & rule_type.bit() != 0
+            }
+
+            /// The rule types in force, a [`RuleType::bit`] each (one relaxed load for every kind).
+            #[inline]
+            pub(crate) fn in_force_mask(&self) -> u32 {
+                self.in_force.load(Ordering::Relaxed)
             }
         }
     };
@@ -79,4 +90,57 @@ rule_sets! {
     System => system: SystemKind = |s: &KindSettings| SystemKind::new(s.system_probe.clone()),
     ParamFlow => param_flow: ParamFlowKind =
         |s: &KindSettings| ParamFlowKind::new(s.param_capacity, s.tick_ns),
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Floodgate, RuleType};
+
+    /// The one-word mask an entry reads follows every set's own flag through loads and removals.
+    #[test]
+    fn the_in_force_mask_follows_each_rule_set() {
+        let fg = Floodgate::default();
+        let rules = &fg.inner.rules;
+        let agree = || {
+            for set in RuleType::ALL {
+                let flag = match set {
+                    RuleType::Flow => rules.flow.in_force(),
+                    RuleType::Degrade => rules.degrade.in_force(),
+                    RuleType::System => rules.system.in_force(),
+                    RuleType::Authority => rules.authority.in_force(),
+                    RuleType::ParamFlow => rules.param_flow.in_force(),
+                };
+                assert_eq!(rules.in_force(set), flag, "{set:?}");
+            }
+        };
+        assert_eq!(rules.in_force_mask(), 0);
+        let lists = [
+            (RuleType::Flow, r#"[{"resource":"R","count":1}]"#),
+            (
+                RuleType::Degrade,
+                r#"[{"resource":"R","count":1,"grade":2,"timeWindow":1}]"#,
+            ),
+            (RuleType::System, r#"[{"qps":10}]"#),
+            (
+                RuleType::Authority,
+                r#"[{"resource":"R","limitApp":"a","strategy":1}]"#,
+            ),
+            (
+                RuleType::ParamFlow,
+                r#"[{"resource":"R","paramIdx":0,"count":1}]"#,
+            ),
+        ];
+        for (rule_type, json) in lists {
+            fg.load_rules_json(rule_type, json).unwrap();
+            assert!(rules.in_force(rule_type), "{rule_type:?}");
+            agree();
+        }
+        assert_eq!(rules.in_force_mask().count_ones(), 5);
+        for (rule_type, _) in lists {
+            fg.load_rules_json(rule_type, "[]").unwrap();
+            assert!(!rules.in_force(rule_type), "{rule_type:?}");
+            agree();
+        }
+        assert_eq!(rules.in_force_mask(), 0);
+    }
 }

@@ -17,6 +17,7 @@ use crate::degrade::{DefaultCircuitBreakerSlot, DegradeSlot};
 use crate::flow::FlowSlot;
 use crate::param_flow::ParamFlowSlot;
 use crate::rule_sets::RuleSets;
+use crate::rules::RuleType;
 use crate::slot::{
     ClusterBuilderSlot, ExitContext, LogSlot, NodeSelectorSlot, Slot, SlotContext, StatisticSlot,
     order,
@@ -182,22 +183,24 @@ impl Builtin {
         let selected = NodeSelectorSlot.entry(cx);
         let built = ClusterBuilderSlot.entry(cx);
         debug_assert!(selected.is_ok() && built.is_ok());
-        let rules = &chain.rules;
-        if rules.authority.in_force() {
+        // The rule types in force, read once for every check and for the degrade pass hooks (the
+        // generic loop reads them per hook; a load racing between the two then leaves a reserved probe
+        // uncommitted there, never here).
+        let in_force = chain.rules.in_force_mask();
+        let on = |rule_type: RuleType| in_force & rule_type.bit() != 0;
+        if on(RuleType::Authority) {
             check!(self.authority, AUTHORITY);
         }
-        if rules.system.in_force() {
+        if on(RuleType::System) {
             check!(self.system, SYSTEM);
         }
-        if rules.param_flow.in_force() {
+        if on(RuleType::ParamFlow) {
             check!(self.param_flow, PARAM_FLOW);
         }
-        if rules.flow.in_force() {
+        if on(RuleType::Flow) {
             check!(self.flow, FLOW);
         }
-        // Read once for the checks and the pass hooks (the generic loop reads it per hook; a load racing
-        // between the two then leaves a reserved probe uncommitted there, never here).
-        if rules.degrade.in_force() {
+        if on(RuleType::Degrade) {
             check!(self.default_circuit_breaker, DEFAULT_CIRCUIT_BREAKER);
             check!(self.degrade, DEGRADE);
             // The pass hooks, in reverse order.
@@ -218,7 +221,7 @@ impl Builtin {
         }
         // A probe admitted before the degrade rules were removed still completes (dropped instead, it
         // would be reported as a failed probe).
-        if rules.degrade.in_force() || !cx.attachments.is_empty() {
+        if rules.in_force(RuleType::Degrade) || !cx.attachments.is_empty() {
             self.default_circuit_breaker.exit(cx);
             self.degrade.exit(cx);
         }

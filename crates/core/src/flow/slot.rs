@@ -56,9 +56,8 @@ impl FlowSlot {
 impl Slot for FlowSlot {
     #[inline]
     fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
-        if !self.rules.in_force() {
-            return Ok(());
-        }
+        // The chain calls it only while flow rules are in force (the built-in path and the generic
+        // loop both check the engine's in-force mask first).
         let snapshot = self.rules.snapshot();
         let Some(rules) = snapshot.rules_of(cx.resource) else {
             return Ok(());
@@ -181,7 +180,7 @@ fn shape(
 }
 
 /// The node a rule reads for this entry, or `None` when the rule does not apply.
-#[inline]
+#[inline(always)]
 fn select_node<'a>(
     cx: &SlotContext<'a>,
     state: &FlowRuleState,

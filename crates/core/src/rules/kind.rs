@@ -9,6 +9,7 @@
 
 use std::fmt;
 use std::ops::Deref;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arc_swap::Guard;
@@ -158,6 +159,9 @@ pub(crate) struct RuleSet<K: RuleKind> {
     published: Published<K::Compiled>,
     /// Loads run one at a time, so that each builds on the rules the one before published.
     load_lock: Mutex<()>,
+    /// The engine's mask of the rule types in force, and this set's bit in it: kept equal to
+    /// `published`'s flag, so that an entry reads one word for every kind instead of a flag per set.
+    in_force_mask: Option<(Arc<AtomicU32>, u32)>,
     kind: K,
 }
 
@@ -179,8 +183,15 @@ impl<K: RuleKind> RuleSet<K> {
         RuleSet {
             published: Published::default(),
             load_lock: Mutex::new(()),
+            in_force_mask: None,
             kind,
         }
+    }
+
+    /// The set, keeping `bit` of `mask` set while any of its rules is in force.
+    pub(crate) fn in_force_in(mut self, mask: &Arc<AtomicU32>, bit: u32) -> Self {
+        self.in_force_mask = Some((mask.clone(), bit));
+        self
     }
 
     /// Whether any rule of the kind is in force (one relaxed load).
@@ -216,7 +227,15 @@ impl<K: RuleKind> RuleSet<K> {
         let patterns = compile_patterns(checked.patterns())?;
         let new = Arc::new(self.kind.build(&old, checked, patterns));
         let in_force = K::in_force(&new);
+        // The mask's bit is set after the rules are published and cleared before they are withdrawn,
+        // as `Published` orders its own flag.
+        if let (false, Some((mask, bit))) = (in_force, &self.in_force_mask) {
+            mask.fetch_and(!bit, Ordering::Release);
+        }
         self.published.store(new.clone(), in_force);
+        if let (true, Some((mask, bit))) = (in_force, &self.in_force_mask) {
+            mask.fetch_or(*bit, Ordering::Release);
+        }
         self.kind.loaded(&new);
         Ok(())
     }

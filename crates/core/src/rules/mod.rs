@@ -71,6 +71,12 @@ pub enum RuleType {
 }
 
 impl RuleType {
+    /// This type's bit in an engine's mask of the rule types in force (see `RuleSet::in_force_in`).
+    #[inline]
+    pub(crate) const fn bit(self) -> u32 {
+        1 << self as u32
+    }
+
     /// Every rule type.
     pub const ALL: [RuleType; 5] = [
         RuleType::Flow,
