@@ -147,6 +147,8 @@ impl AuthorityRule {
     }
 }
 
+crate::rules::serde_via_fields!(AuthorityRule);
+
 impl SentinelRule for AuthorityRule {
     const TYPE: RuleType = RuleType::Authority;
 

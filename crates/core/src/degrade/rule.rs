@@ -253,6 +253,8 @@ impl DegradeRule {
     }
 }
 
+crate::rules::serde_via_fields!(DegradeRule);
+
 impl SentinelRule for DegradeRule {
     const TYPE: RuleType = RuleType::Degrade;
 

@@ -1,6 +1,5 @@
 //! The resource-cap policy: what the rules in force say where the registry reaches a cap (a name rules
-//! name exactly is created past the resource cap, names only regex rules match share a resource, …),
-//! and the origins rules name, interned whatever the cap.
+//! name exactly is created past the resource cap, names only regex rules match share a resource, …).
 
 use std::sync::Arc;
 

@@ -351,6 +351,8 @@ impl FlowRule {
     }
 }
 
+crate::rules::serde_via_fields!(FlowRule);
+
 impl SentinelRule for FlowRule {
     const TYPE: RuleType = RuleType::Flow;
 

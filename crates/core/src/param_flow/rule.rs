@@ -430,6 +430,8 @@ impl ParamFlowRule {
     }
 }
 
+crate::rules::serde_via_fields!(ParamFlowRule);
+
 impl SentinelRule for ParamFlowRule {
     const TYPE: RuleType = RuleType::ParamFlow;
 

@@ -12,7 +12,8 @@
 //! field that rules of the kind do not have (none of the fields of Sentinel's rule class) is ignored
 //! and reported as a [`RuleWarning`] of the [`RuleLoad`], naming the rule and the field: a misspelt
 //! optional field (`warmUpPeriodSecs`) does not refuse a list a newer Sentinel might send, but is not
-//! silent either.
+//! silent either. The rule types implement `Serialize` and `Deserialize` with the same reader and
+//! writer (a rule read alone names the field at fault, and logs its unknown fields at `warn`).
 
 mod checks;
 mod fields;
@@ -23,6 +24,7 @@ mod published;
 mod reload;
 mod resource_table;
 mod rule_index;
+mod serde_impl;
 mod warning;
 
 use std::fmt;
@@ -54,6 +56,7 @@ pub(crate) use reload::{
 };
 pub(crate) use resource_table::ResourceTable;
 pub(crate) use rule_index::{RuleIndex, applicable, push_matching};
+pub(crate) use serde_impl::{deserialize_rule, serde_via_fields, serialize_rule};
 
 /// The kinds of rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -150,6 +150,8 @@ impl SystemRule {
     }
 }
 
+crate::rules::serde_via_fields!(SystemRule);
+
 impl SentinelRule for SystemRule {
     const TYPE: RuleType = RuleType::System;
 
