@@ -188,7 +188,7 @@ impl<'a> EntryBuilder<'a> {
     fn admit<T>(
         self,
         on_thread: bool,
-        finish: impl FnOnce(Option<Active<'a>>) -> T,
+        finish: impl FnOnce(Option<Admitted<Borrowed<'a>>>) -> T,
     ) -> Result<T, BlockError> {
         let args = self.args;
         let engine = self.engine;
@@ -262,18 +262,20 @@ impl<'a> EntryBuilder<'a> {
         // local, so that it is built in place).
         macro_rules! active {
             () => {
-                Some(Active {
-                    engine,
-                    resource,
-                    origin,
-                    args,
+                Some(Admitted {
+                    at: Borrowed {
+                        engine,
+                        resource,
+                        context,
+                        origin,
+                        args,
+                        previous,
+                        frame_id,
+                        thread: stripe as u32,
+                    },
                     attachments,
                     created_nanos: now_nanos,
                     waited_nanos,
-                    previous,
-                    frame_id,
-                    thread: stripe as u32,
-                    context,
                     node: node_id.unwrap_or(NONE),
                     origin_node: origin_node_id.unwrap_or(NONE),
                     count: self.count,
@@ -394,24 +396,22 @@ impl<'a> Args<'a> {
 /// "None" for the `u32` ids kept in an entry.
 const NONE: u32 = u32::MAX;
 
-/// An admitted entry's state, kept small (ids rather than options and references) so that returning and
-/// dropping an entry moves few bytes.
-struct Active<'a> {
-    engine: &'a Inner,
-    resource: &'a Resource,
-    origin: &'a str,
-    args: Args<'a>,
+/// `id`, unless it is [`NONE`].
+fn id(id: u32) -> Option<u32> {
+    (id != NONE).then_some(id)
+}
+
+/// An admitted call's state, from admission to exit: what the exit hooks read, plus `at`, where the call
+/// runs (its engine, resource, context, origin and arguments). An [`Entry`] borrows those
+/// ([`Borrowed`]); an [`OwnedEntry`], which cannot borrow from the engine handle it owns, keeps ids
+/// ([`Ids`]) and looks them up again at exit. Kept small (ids rather than options and references) so
+/// that returning and dropping an entry moves few bytes.
+struct Admitted<At> {
+    at: At,
     #[allow(clippy::box_collection)] // one thin pointer keeps the entry small
     attachments: Option<Box<Vec<Attachment>>>,
     created_nanos: u64,
     waited_nanos: u64,
-    /// The entry this one replaced as the thread's current one (restored at exit).
-    previous: EntryFrame,
-    /// The thread-local frame id this entry pushed (0: it pushed none).
-    frame_id: u32,
-    /// The stripe of the thread that admitted it.
-    thread: u32,
-    context: &'a ContextData,
     node: u32,
     origin_node: u32,
     count: u32,
@@ -422,14 +422,135 @@ struct Active<'a> {
     error: AtomicBool,
 }
 
-/// `id`, unless it is [`NONE`].
-fn id(id: u32) -> Option<u32> {
-    (id != NONE).then_some(id)
+/// Where an [`Entry`]'s call runs, borrowed, and the thread frame the entry pushed.
+struct Borrowed<'a> {
+    engine: &'a Inner,
+    resource: &'a Resource,
+    context: &'a ContextData,
+    origin: &'a str,
+    args: Args<'a>,
+    /// The entry this one replaced as the thread's current one (restored at exit).
+    previous: EntryFrame,
+    /// The thread-local frame id this entry pushed (0: it pushed none).
+    frame_id: u32,
+    /// The stripe of the thread that admitted it.
+    thread: u32,
 }
 
-impl Active<'_> {
-    fn context_name(&self) -> &str {
-        self.context.name()
+/// Where an [`OwnedEntry`]'s call runs, as ids looked up again at exit.
+struct Ids {
+    resource: u32,
+    context: u32,
+    /// Interned origin id (`NONE`: no origin).
+    origin: u32,
+    /// Owned arguments, out of line (an owned entry is moved around with its future: keep it small).
+    args: Box<[ParamValue<'static>]>,
+}
+
+impl<At> Admitted<At> {
+    /// Whether an error was traced.
+    fn has_error(&self) -> bool {
+        self.error.load(Ordering::Relaxed)
+    }
+
+    /// Runs the chain's exit hooks on the exiting thread's `stripe`, for the call that runs at
+    /// `resource`, `context`, `origin` with `args` (as `at` holds them, resolved).
+    #[inline]
+    fn record(
+        &self,
+        engine: &Inner,
+        resource: &Resource,
+        context: &ContextData,
+        origin: &str,
+        args: &[ParamValue<'_>],
+        stripe: usize,
+    ) {
+        let now_nanos = engine.now_nanos();
+        let rt = now_nanos.saturating_sub(self.created_nanos) / NANOS_PER_MILLI;
+        let now_ms = now_nanos / NANOS_PER_MILLI;
+        let mut cx = ExitContext {
+            engine,
+            resource,
+            context,
+            node_id: id(self.node),
+            node_counted: self.node_counted,
+            origin_node_id: id(self.origin_node),
+            origin,
+            entry_type: self.entry_type,
+            count: self.count,
+            args,
+            rt_ms: u32::try_from(rt).unwrap_or(u32::MAX),
+            error: self.has_error(),
+            now_ms,
+            stripe,
+            at: resource.cluster.stats.cursor(now_ms, stripe),
+            attachments: self.attachments.as_deref().map_or(&[], Vec::as_slice),
+            param_generation: self.param_generation,
+        };
+        engine.chain.exit(&mut cx);
+    }
+}
+
+impl Admitted<Borrowed<'_>> {
+    /// Records the end of the call: restores the thread's frame, then runs the chain's exit hooks (in
+    /// that order, so that a hook that panics cannot leave the exited entry current on the thread).
+    fn exit(&self) {
+        let at = &self.at;
+        let stripe = current_stripe();
+        if at.frame_id != 0 {
+            if at.thread == stripe as u32 {
+                frames::pop(at.frame_id, at.previous);
+            } else {
+                frames::pop_remote(at.thread, at.frame_id, at.previous);
+            }
+        }
+        self.record(
+            at.engine,
+            at.resource,
+            at.context,
+            at.origin,
+            at.args.as_slice(),
+            stripe,
+        );
+    }
+
+    /// The same call, with ids in place of references and owned arguments.
+    fn detach(self, engine: &Inner) -> Admitted<Ids> {
+        let Admitted {
+            at,
+            attachments,
+            created_nanos,
+            waited_nanos,
+            node,
+            origin_node,
+            count,
+            entry_type,
+            node_counted,
+            param_generation,
+            error,
+        } = self;
+        Admitted {
+            at: Ids {
+                resource: at.resource.id,
+                context: at.context.id,
+                origin: if at.origin.is_empty() {
+                    NONE
+                } else {
+                    engine.registry.intern_origin(at.origin, true)
+                },
+                args: at.args.into_owned_boxed(),
+            },
+            attachments,
+            created_nanos,
+            waited_nanos,
+            node,
+            origin_node,
+            count,
+            entry_type,
+            node_counted,
+            param_generation,
+            error,
+        }
     }
 }
 
@@ -437,19 +558,19 @@ impl Active<'_> {
 /// concurrency. It exits exactly once, on every path (return, `?`, panic unwinding).
 #[must_use = "dropping an entry immediately records a zero-length call"]
 pub struct Entry<'a> {
-    active: Option<Active<'a>>,
+    active: Option<Admitted<Borrowed<'a>>>,
 }
 
 impl fmt::Debug for Entry<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("Entry");
         if let Some(a) = &self.active {
-            d.field("resource", &a.resource.name)
-                .field("context", &a.context_name())
-                .field("origin", &a.origin)
+            d.field("resource", &a.at.resource.name)
+                .field("context", &a.at.context.name())
+                .field("origin", &a.at.origin)
                 .field("entry_type", &a.entry_type)
                 .field("count", &a.count)
-                .field("error", &a.error.load(Ordering::Relaxed));
+                .field("error", &a.has_error());
         }
         d.field("waited", &self.waited()).finish()
     }
@@ -466,7 +587,7 @@ impl<'a> Entry<'a> {
     /// [`trace`](Self::trace) for a `dyn Error`.
     pub fn trace_dyn(&self, error: &(dyn Error + 'static)) {
         if let Some(a) = &self.active {
-            if a.engine.errors.should_trace(error) {
+            if a.at.engine.errors.should_trace(error) {
                 a.error.store(true, Ordering::Relaxed);
             }
         }
@@ -474,9 +595,7 @@ impl<'a> Entry<'a> {
 
     /// Whether an error was traced.
     pub fn has_error(&self) -> bool {
-        self.active
-            .as_ref()
-            .is_some_and(|a| a.error.load(Ordering::Relaxed))
+        self.active.as_ref().is_some_and(Admitted::has_error)
     }
 
     /// How long admission waited in a queue (rate limiter, prioritized borrowing); zero when it did not.
@@ -486,26 +605,27 @@ impl<'a> Entry<'a> {
 
     /// The resource's name (empty for an entry that was not counted: engine off, or past the cap).
     pub fn resource(&self) -> &str {
-        self.active.as_ref().map_or("", |a| &a.resource.name)
+        self.active.as_ref().map_or("", |a| &a.at.resource.name)
     }
 
     /// The name of the context the entry runs in.
     pub fn context_name(&self) -> &str {
-        self.active.as_ref().map_or("", Active::context_name)
+        self.active.as_ref().map_or("", |a| a.at.context.name())
     }
 
     /// Starts an entry nested under this one, in the same context, on any thread.
     pub fn child(&self, resource: &'a str) -> Option<EntryBuilder<'a>> {
         let a = self.active.as_ref()?;
-        let mut builder = EntryBuilder::new(a.engine, Target::Name(resource));
+        let at = &a.at;
+        let mut builder = EntryBuilder::new(at.engine, Target::Name(resource));
         builder.placement = Some(Placement {
-            context: a.context.id,
+            context: at.context.id,
             // Handed on to the entries nested under the child on its thread, as a context's origin is.
-            origin: (!a.origin.is_empty()).then(|| a.engine.registry.context_origin(a.origin)),
+            origin: (!at.origin.is_empty()).then(|| at.engine.registry.context_origin(at.origin)),
             parent: id(a.node).map_or(Parent::Entrance, Parent::Node),
         });
-        if !a.origin.is_empty() {
-            builder = builder.origin(a.origin);
+        if !at.origin.is_empty() {
+            builder = builder.origin(at.origin);
         }
         Some(builder)
     }
@@ -522,116 +642,14 @@ impl Drop for Entry<'_> {
     }
 }
 
-impl Active<'_> {
-    /// Records the end of the call: restores the thread's frame, then runs the chain's exit hooks (in
-    /// that order, so that a hook that panics cannot leave the exited entry current on the thread).
-    fn exit(&self) {
-        let stripe = current_stripe();
-        if self.frame_id != 0 {
-            if self.thread == stripe as u32 {
-                frames::pop(self.frame_id, self.previous);
-            } else {
-                frames::pop_remote(self.thread, self.frame_id, self.previous);
-            }
-        }
-        Finished {
-            engine: self.engine,
-            resource: self.resource,
-            context: self.context,
-            origin: self.origin,
-            args: self.args.as_slice(),
-            attachments: self.attachments.as_deref().map_or(&[], Vec::as_slice),
-            created_nanos: self.created_nanos,
-            node: self.node,
-            origin_node: self.origin_node,
-            count: self.count,
-            entry_type: self.entry_type,
-            node_counted: self.node_counted,
-            param_generation: self.param_generation,
-            error: self.error.load(Ordering::Relaxed),
-        }
-        .record(stripe);
-    }
-}
-
-/// What the exit hooks read of an admitted call (from an [`Active`] entry, or from a detached one
-/// without rebuilding it).
-struct Finished<'a> {
-    engine: &'a Inner,
-    resource: &'a Resource,
-    context: &'a ContextData,
-    origin: &'a str,
-    args: &'a [ParamValue<'a>],
-    attachments: &'a [Attachment],
-    created_nanos: u64,
-    node: u32,
-    origin_node: u32,
-    count: u32,
-    entry_type: EntryType,
-    node_counted: bool,
-    param_generation: u64,
-    error: bool,
-}
-
-impl Finished<'_> {
-    /// Runs the chain's exit hooks on the exiting thread's `stripe`.
-    #[inline]
-    fn record(self, stripe: usize) {
-        let now_nanos = self.engine.now_nanos();
-        let rt = now_nanos.saturating_sub(self.created_nanos) / NANOS_PER_MILLI;
-        let now_ms = now_nanos / NANOS_PER_MILLI;
-        let mut cx = ExitContext {
-            engine: self.engine,
-            resource: self.resource,
-            context: self.context,
-            node_id: id(self.node),
-            node_counted: self.node_counted,
-            origin_node_id: id(self.origin_node),
-            origin: self.origin,
-            entry_type: self.entry_type,
-            count: self.count,
-            args: self.args,
-            rt_ms: u32::try_from(rt).unwrap_or(u32::MAX),
-            error: self.error,
-            now_ms,
-            stripe,
-            at: self.resource.cluster.stats.cursor(now_ms, stripe),
-            attachments: self.attachments,
-            param_generation: self.param_generation,
-        };
-        self.engine.chain.exit(&mut cx);
-    }
-}
-
 /// An admitted call that owns what it needs (a clone of the engine handle) instead of borrowing it, so it
 /// can live in a `'static` future — a tower response future, a spawned task. Like [`Entry`], dropping it
 /// records the completion, on every path (cancellation included). It never becomes a thread's current
 /// entry. Created by [`EntryBuilder::enter_owned`].
 pub struct OwnedEntry {
     // Dropped before the engine handle it may hold the last of.
-    detached: Option<Detached>,
+    detached: Option<Admitted<Ids>>,
     engine: Arc<Inner>,
-}
-
-/// An [`Active`] entry with ids in place of references (re-resolved at exit).
-struct Detached {
-    resource: u32,
-    /// Interned origin id (`NONE`: no origin).
-    origin: u32,
-    /// Owned arguments, out of line (an owned entry is moved around with its future: keep it small).
-    args: Box<[ParamValue<'static>]>,
-    #[allow(clippy::box_collection)] // as in `Active`
-    attachments: Option<Box<Vec<Attachment>>>,
-    created_nanos: u64,
-    waited_nanos: u64,
-    context: u32,
-    node: u32,
-    origin_node: u32,
-    count: u32,
-    entry_type: EntryType,
-    node_counted: bool,
-    param_generation: u64,
-    error: AtomicBool,
 }
 
 impl fmt::Debug for OwnedEntry {
@@ -644,27 +662,8 @@ impl fmt::Debug for OwnedEntry {
 }
 
 impl OwnedEntry {
-    fn detach(engine: Arc<Inner>, active: Option<Active<'_>>) -> Self {
-        let detached = active.map(|a| Detached {
-            resource: a.resource.id,
-            origin: if a.origin.is_empty() {
-                NONE
-            } else {
-                engine.registry.intern_origin(a.origin, true)
-            },
-            args: a.args.into_owned_boxed(),
-            attachments: a.attachments,
-            created_nanos: a.created_nanos,
-            waited_nanos: a.waited_nanos,
-            context: a.context.id,
-            node: a.node,
-            origin_node: a.origin_node,
-            count: a.count,
-            entry_type: a.entry_type,
-            node_counted: a.node_counted,
-            param_generation: a.param_generation,
-            error: a.error,
-        });
+    fn detach(engine: Arc<Inner>, active: Option<Admitted<Borrowed<'_>>>) -> Self {
+        let detached = active.map(|a| a.detach(&engine));
         OwnedEntry { engine, detached }
     }
 
@@ -684,9 +683,7 @@ impl OwnedEntry {
 
     /// Whether an error was traced.
     pub fn has_error(&self) -> bool {
-        self.detached
-            .as_ref()
-            .is_some_and(|d| d.error.load(Ordering::Relaxed))
+        self.detached.as_ref().is_some_and(Admitted::has_error)
     }
 
     /// How long admission asked to wait (see [`Entry::waited`]).
@@ -698,7 +695,7 @@ impl OwnedEntry {
     pub fn resource(&self) -> &str {
         self.detached
             .as_ref()
-            .and_then(|d| self.engine.registry.resource_by_id(d.resource))
+            .and_then(|d| self.engine.registry.resource_by_id(d.at.resource))
             .map_or("", |r| &r.name)
     }
 }
@@ -710,31 +707,23 @@ impl Drop for OwnedEntry {
         };
         let engine = &*self.engine;
         let (Some(resource), Some(context)) = (
-            engine.registry.resource_by_id(d.resource),
-            engine.registry.context(d.context),
+            engine.registry.resource_by_id(d.at.resource),
+            engine.registry.context(d.at.context),
         ) else {
             return;
         };
-        Finished {
+        let origin = if d.at.origin == NONE {
+            ""
+        } else {
+            engine.registry.origin_str(d.at.origin)
+        };
+        d.record(
             engine,
             resource,
             context,
-            origin: if d.origin == NONE {
-                ""
-            } else {
-                engine.registry.origin_str(d.origin)
-            },
-            args: &d.args,
-            attachments: d.attachments.as_deref().map_or(&[], Vec::as_slice),
-            created_nanos: d.created_nanos,
-            node: d.node,
-            origin_node: d.origin_node,
-            count: d.count,
-            entry_type: d.entry_type,
-            node_counted: d.node_counted,
-            param_generation: d.param_generation,
-            error: d.error.load(Ordering::Relaxed),
-        }
-        .record(current_stripe());
+            origin,
+            &d.at.args,
+            current_stripe(),
+        );
     }
 }
