@@ -59,17 +59,19 @@ struct ThreadState {
 }
 
 /// Entries that exited on another thread than the one they were current on, for that thread to take
-/// the next time it places an entry. Without them, such an entry stayed current on its thread for good:
-/// later entries there nested under it, in its context, with its origin (found in review). Sentinel's
-/// entry exits through the context object its thread holds.
+/// the next time it places an entry, so that such an entry does not stay current on its thread for good,
+/// with later entries there nesting under it, in its context, with its origin
+/// (`an_entry_that_exits_on_another_thread_is_no_longer_current_on_its_own`). Sentinel's entry exits
+/// through the context object its thread holds.
 #[derive(Debug)]
 struct RemoteExits {
     /// By thread (its stripe number, unique per thread): (sequence number, id, the entry it had
     /// replaced), oldest first.
     by_thread: BTreeMap<u32, VecDeque<(u64, u32, EntryFrame)>>,
     /// The thread of each record, by sequence number: the oldest record goes first when there are too
-    /// many (those of threads that ended, which never take theirs; dropping the oldest thread's
-    /// instead dropped a live thread's: found in review).
+    /// many (those of threads that ended, which never take theirs), so that a live thread's records
+    /// are never the ones dropped, even when they are the oldest
+    /// (`a_live_threads_remote_exit_outlives_those_of_threads_that_ended`).
     by_age: BTreeMap<u64, u32>,
     next: u64,
 }

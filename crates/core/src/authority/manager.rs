@@ -2,8 +2,9 @@
 //!
 //! A load validates the whole list first (any invalid rule rejects it and changes nothing). A resource
 //! (or a regular expression) takes one rule: a list with two rules for it that admit different origins
-//! is refused, naming the second (Sentinel kept the first and ignored the rest with only a log line, so
-//! a black list pushed after a white one did nothing: RM-01); rules that admit the same origins (the
+//! is refused, naming the second, so that a black list pushed after a white one is not silently ignored
+//! (Sentinel keeps the first and drops the rest with only a log line: `a_resource_takes_one_rule`,
+//! `conflicts_are_named_beside_parse_errors`); rules that admit the same origins (the
 //! same rule twice, another `id`, the tokens reordered) are one rule, the first. An entry must pass the
 //! exact rule of its resource and
 //! every regex rule whose expression matches the whole resource name; which rules apply to a resource is

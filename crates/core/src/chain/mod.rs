@@ -179,8 +179,8 @@ impl SlotChain {
             }
         }
         // Custom pass hooks may panic after the statistic slot counted the call in flight: the exit
-        // hooks of the slots that passed it then run before the panic goes on (the count leaked:
-        // found in review).
+        // hooks of the slots that passed it then run before the panic goes on, so that the call is not
+        // left counted in flight (`a_panicking_pass_hook_leaves_nothing_in_flight`).
         let mut reached = 0;
         let passed = panic::catch_unwind(AssertUnwindSafe(|| {
             for (i, s) in self.passes.iter().enumerate() {
@@ -246,16 +246,18 @@ impl SlotChain {
         self.run_exits(cx, |_| true);
     }
 
-    /// Runs the exit hooks of the slots `runs` picks, every one even if one panics (the statistic
-    /// slot's after a custom slot's that panicked: the call stayed in flight for good, found in review);
-    /// the first panic then goes on. Out of line, as [`entry_dynamic`](Self::entry_dynamic).
+    /// Runs the exit hooks of the slots `runs` picks, every one even if one panics, so that the
+    /// statistic slot's still runs after a custom slot's that panicked and the call does not stay in
+    /// flight for good (`a_panicking_exit_hook_leaves_the_thread_clean`); the first panic then goes
+    /// on. Out of line, as [`entry_dynamic`](Self::entry_dynamic).
     #[inline(never)]
     fn run_exits(&self, cx: &mut ExitContext<'_>, runs: impl Fn(&ChainSlot) -> bool) {
         let rules = &self.rules;
         // An entry that carries attachments (a breaker's probe) reaches the degrade slots' exits even
         // once no degrade rule is in force, so that a probe admitted before the rules were removed
-        // completes. Only those: another slot skipped at entry must be skipped at exit too (it ran,
-        // for any attachment, and a slot counting at entry and exit went below zero: found in review).
+        // completes. Only those: another slot skipped at entry is skipped at exit too, so that a slot
+        // counting at entry and giving back at exit never gives back what it did not take and goes
+        // below zero (`a_slot_skipped_at_entry_is_skipped_at_exit_whatever_the_entry_carries`).
         let attached = !cx.attachments.is_empty();
         let mut first_panic = None;
         for s in self.exits.iter() {

@@ -9,9 +9,10 @@
 //! rule equal, in every field, to one in force keeps that rule's breakers, state and statistics included
 //! (each old rule is reused at most once, so duplicates stay distinct); a rule that differs from one in
 //! force only in its presentation (`id`, or `limitApp`, which breakers ignore) gets new breakers that
-//! take over the old ones' states and counts (CB-06: a renumbering dashboard must not close an open
-//! breaker); a rule that changed in any other field starts with closed breakers. Loading the list in
-//! force is a no-op.
+//! take over the old ones' states and counts, so that a dashboard numbering its rules afresh does not
+//! close an open breaker (`a_rule_reloaded_with_only_its_presentation_changed_keeps_its_breakers`); a
+//! rule that changed in any other field starts with closed breakers. Loading the list in force is a
+//! no-op.
 //!
 //! Readers (every entry) load the snapshot without a lock and find a resource's breakers by its id in a
 //! table the snapshot fills on the resource's first entry.

@@ -70,7 +70,8 @@ impl Floodgate {
     }
 
     /// The statistics of `resource` within the context `context` (starts that node's counting if it
-    /// was not counting yet: see [`FloodgateBuilder::count_context_nodes`]).
+    /// was not counting yet: see
+    /// [`FloodgateBuilder::count_context_nodes`](crate::FloodgateBuilder::count_context_nodes)).
     pub fn context_node(&self, resource: &str, context: &str) -> Option<NodeView<'_>> {
         let resource = self
             .inner
@@ -242,7 +243,7 @@ impl Floodgate {
         }
     }
 
-    /// How many resources get statistics (the builder's [`max_resources`](FloodgateBuilder::max_resources));
+    /// How many resources get statistics (the builder's [`max_resources`](crate::FloodgateBuilder::max_resources));
     /// resources with rules are created past it.
     pub fn max_resources(&self) -> usize {
         self.inner.config.max_resources

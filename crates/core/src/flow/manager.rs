@@ -4,9 +4,12 @@
 //! the snapshot's table by resource id, so an entry never looks its rules up by name. A load
 //! validates the whole list first (any invalid rule rejects it and changes nothing), then builds a new
 //! snapshot in which every rule equal to one already in force keeps that rule's controller, so its
-//! warm-up tokens and pacing survive the reload (Sentinel resets them all: FL-08); a rule that differs
-//! from one in force only by its `id` (a dashboard numbering its rules afresh) starts from a copy of
-//! that controller's state. Loading the list in force is a no-op.
+//! warm-up tokens and pacing survive the reload, so that pushing an unrelated rule neither makes a
+//! warmed-up resource cold again nor grants a paced one an extra pass (Sentinel rebuilds every
+//! controller: `an_unchanged_rule_keeps_its_state_across_a_reload`,
+//! `rate_limiter_pacing_survives_a_reload`); a rule that differs from one in force only by its `id` (a
+//! dashboard numbering its rules afresh) starts from a copy of that controller's state
+//! (`a_rule_reloaded_with_only_its_id_changed_keeps_its_warmth`). Loading the list in force is a no-op.
 
 use std::hash::Hash;
 use std::sync::Arc;

@@ -5,13 +5,15 @@
 //! duplicates (Sentinel keeps rules in a set), and keeps the state of every rule equal to one already in
 //! force, so its per-value buckets and in-flight counts survive unrelated reloads. A QPS rule equal to
 //! one in force but for its `id` (a dashboard numbering its rules afresh) starts with a copy of that
-//! rule's values and their buckets or pacing (FL-08). A THREAD rule that replaces a THREAD rule of
-//! the same resource, argument and exception items (renumbered, or with another count) takes over that
-//! rule's in-flight counts themselves, and its generation, so the calls in flight count against the new
-//! limit and are released to it, as Sentinel keeps them per resource, argument and value (a new state
-//! started empty, and admitted the limit again on top of the calls in flight: found in review). Rules
-//! never change once loaded: a negative `paramIdx` is resolved per call (Sentinel rewrote the rule on
-//! first use: PF-01).
+//! rule's values and their buckets or pacing
+//! (`a_rule_reloaded_with_only_its_id_changed_keeps_its_values_state`). A THREAD rule that replaces a
+//! THREAD rule of the same resource, argument and exception items (renumbered, or with another count)
+//! takes over that rule's in-flight counts themselves, and its generation, as Sentinel keeps them per
+//! resource, argument and value: the calls in flight count against the new limit and are released to
+//! it, so that the new rule does not admit its limit again on top of them
+//! (`a_thread_rule_renumbered_or_recounted_keeps_the_calls_in_flight`). Rules never change once loaded:
+//! a negative `paramIdx` is resolved per call (Sentinel rewrites the rule on first use:
+//! `a_negative_index_is_resolved_per_call`).
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -31,7 +33,8 @@ use crate::rules::{
     RuleKind, RulePairing, all_or_errors, carry_over_rules, first_of_each, pattern,
 };
 
-/// Token buckets count in ms (Sentinel's windows); pacing counts in ns (FL-03).
+/// Token buckets count in ms (Sentinel's windows); pacing counts in ns, so that rates above a thousand
+/// a second are not rounded away (`rate_limiter_paces_above_a_thousand_a_second`).
 const NANOS_PER_MS: u64 = 1_000_000;
 
 /// Sentinel's base cache size per second of window (`BASE_PARAM_MAX_CAPACITY`).
@@ -237,8 +240,9 @@ impl ParamRuleState {
 
     /// Whether [`acquire`](Self::acquire), called `times` times one after the other, would admit
     /// `value` each time now (changes nothing; a value not cached yet is judged on the cell it would
-    /// get: a new one's, or the shared overflow cell's when there is no room; judged as new, it was
-    /// admitted here and refused by the charge, which refunded the values before it: found in review).
+    /// get: a new one's, or the shared overflow cell's when there is no room, so that a list this
+    /// admits is not refused by the charge after all, with a refund of the values before it that would
+    /// move their windows: `a_list_refused_for_lack_of_room_changes_nothing`).
     pub(crate) fn would_admit(
         &self,
         scope: u32,
@@ -561,7 +565,7 @@ mod tests {
 
     /// A call that read the rules just before a THREAD rule with another count took its cache over
     /// adds a value under the old rule: the value follows the cache's threshold, not the old count
-    /// (it kept the old count for good: found in review).
+    /// (so that the value does not keep the old count for good).
     #[test]
     fn a_value_added_under_the_replaced_rule_follows_the_new_count() {
         let fg = crate::Floodgate::builder().build();

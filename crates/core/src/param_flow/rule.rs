@@ -96,8 +96,9 @@ impl ParamFlowItem {
             "double" | "java.lang.Double" => parse_float::<f64>(object)
                 .map(float)
                 .ok_or_else(|| bad("double")),
-            // Rounded to `f32` once, from the text (as Java's `Float.parseFloat`): through `f64`, it
-            // could round to another float than the argument's (found in review).
+            // Rounded to `f32` once, from the text (as Java's `Float.parseFloat`), so that it does not
+            // round, through `f64`, to another float than the argument's
+            // (`items_take_numbers_for_objects_and_round_floats_once`).
             "float" | "java.lang.Float" => parse_float::<f32>(object)
                 .map(|x| float(f64::from(x)))
                 .ok_or_else(|| bad("float")),
@@ -141,7 +142,8 @@ fn parse_float<F: std::str::FromStr>(text: &str) -> Option<F> {
 /// Cluster settings of a hot-parameter rule (Sentinel's `ParamFlowClusterConfig`). Floodgate has no token
 /// server yet, so a cluster QPS rule is checked locally when `fallbackToLocalWhenFail` holds (the
 /// default, as for flow rules; Sentinel's default for parameter rules is `false`, which passes every
-/// call while the token service is away: CC-03) and passes only when it is set to `false`.
+/// call while the token service is away) and passes only when it is set to `false`
+/// (`cluster_rules_are_checked_locally_unless_told_not_to`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ParamFlowClusterConfig {
     /// Globally unique flow id (> 0).

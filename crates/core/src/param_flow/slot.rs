@@ -1,16 +1,19 @@
 //! ParamFlowSlot (−3000): every hot-parameter rule of the resource must admit the call's values.
 //!
 //! Each rule picks one argument per call: `paramIdx` from the start, or counted from the end when
-//! negative (`-1` is the last argument of *this* call; the rule itself never changes: PF-01). A missing
-//! argument, an index out of range or a `Null` value passes, as in Sentinel. A list argument contributes
-//! each of its elements as a value of its own (`Null` elements and nested lists pass).
+//! negative (`-1` is the last argument of *this* call; the rule itself never changes, so that a call
+//! with another number of arguments is not checked on the wrong one:
+//! `a_negative_index_is_resolved_per_call`, `negative_indexes_count_from_the_end_of_each_call`). A
+//! missing argument, an index out of range or a `Null` value passes, as in Sentinel. A list argument
+//! contributes each of its elements as a value of its own (`Null` elements and nested lists pass).
 //!
 //! The (rule, value) pairs of a call are admitted all or nothing. A single pair is decided directly.
 //! Several pairs (a list, or several rules) are first all *checked* without changing anything; only if
 //! every one would pass are they charged, in order, and should one then fail after all (a concurrent
 //! call took the last token in between) the ones already charged are refunded. A blocked call therefore
-//! never consumes tokens (Sentinel charged the elements before the failing one: PF-03). The call waits
-//! for the longest queueing delay any pair asked for.
+//! never consumes tokens (Sentinel charges the elements before the failing one:
+//! `a_blocked_list_consumes_nothing`). The call waits for the longest queueing delay any pair asked
+//! for.
 //!
 //! THREAD rules count a call in flight per value when it is admitted and release it when the entry
 //! exits, or when a later slot blocks the entry. The entry keeps the generation of the rules it was

@@ -74,10 +74,12 @@ impl Registry {
         }
     }
 
-    /// The resource of a new name past the cap that only regex rules match (MEM-03: one resource per
-    /// raw path would grow the engine without bound): the resource of the first such name matched by
-    /// exactly the same regex rules (their `signature`), created for `name` if there is none. The
-    /// names sharing it share its statistics, and so its limits and breakers: stricter, never open.
+    /// The resource of a new name past the cap that only regex rules match (so that names made from
+    /// raw URL paths do not grow the engine without bound, one resource each:
+    /// `past_the_cap_names_matched_by_the_same_regex_rules_share_their_limits`): the resource of the
+    /// first such name matched by exactly the same regex rules (their `signature`), created for `name`
+    /// if there is none. The names sharing it share its statistics, and so its limits and breakers:
+    /// stricter, never open.
     /// A shared resource is shared only while the rules in force treat its name as they treat `name`:
     /// not once rules name it exactly, nor once regex rules loaded since match it and not `name`.
     fn regex_shared_resource(&self, name: &str, signature: String) -> Option<&Resource> {

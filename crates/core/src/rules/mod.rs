@@ -147,8 +147,9 @@ pub enum RuleError {
         /// What is wrong.
         reason: String,
     },
-    /// Several rules were invalid: each one's error, in list order (Sentinel dropped invalid rules one
-    /// by one and answered `success`: RM-01).
+    /// Several rules were invalid: each one's error, in list order, so that no invalid rule is dropped
+    /// silently (Sentinel drops them one by one and answers `success`:
+    /// `every_invalid_rule_of_a_list_is_named`).
     #[error("{}", join(.0))]
     Several(Vec<RuleError>),
 }

@@ -86,7 +86,7 @@ pub struct SystemStatus {
 }
 
 /// How many outbound entries, with system rules in force and no inbound entry seen yet, make the
-/// engine warn that the rules check nothing (SY-06).
+/// engine warn that the rules check nothing (system rules never check outbound entries).
 pub(crate) const OUTBOUND_BEFORE_WARNING: u32 = 1000;
 
 /// The system rules, with the probe they read and the state of the warning about outbound entries: an
@@ -114,7 +114,9 @@ impl SystemKind {
 
     /// Notes an outbound entry that met rules in force (which do not check it): past
     /// [`OUTBOUND_BEFORE_WARNING`] of them with no inbound entry ever counted on the `inbound` node
-    /// (passed or blocked, or one in flight), warns once per load that the rules check nothing (SY-06).
+    /// (passed or blocked, or one in flight), warns once per load that the rules check nothing, so that
+    /// an application that never marks its entries inbound learns that it has no system protection
+    /// (`system_rules_that_only_ever_meet_outbound_entries_are_warned_about_once_per_load`).
     #[inline]
     pub(crate) fn note_outbound(&self, inbound: &StatisticNode) {
         if !self.inbound_seen.load(Ordering::Relaxed) && !self.warned.load(Ordering::Relaxed) {

@@ -1,15 +1,18 @@
 //! SystemSlot (−5000): adaptive protection of the whole process, for inbound entries only.
 //!
-//! Outbound entries ([`EntryType::Out`], the default) are never checked (SY-06): mark the requests your
-//! service receives with `.entry_type(EntryType::In)`. An engine whose system rules met 1000 outbound
-//! entries and that never saw an inbound one says so, once per rule load (a `warn` event on target
-//! `floodgate::system`): its system rules protect nothing. An inbound entry asking for `count` permits is
-//! checked against the global inbound node (`__total_inbound_traffic__`, figures from before this entry)
-//! and the merged thresholds, in Sentinel's order; the first dimension that refuses blocks it:
+//! Outbound entries ([`EntryType::Out`], the default) are never checked, as in Sentinel: mark the
+//! requests your service receives with `.entry_type(EntryType::In)`. An engine whose system rules met
+//! 1000 outbound entries and that never saw an inbound one says so, once per rule load (a `warn` event
+//! on target `floodgate::system`:
+//! `system_rules_that_only_ever_meet_outbound_entries_are_warned_about_once_per_load`): its system
+//! rules protect nothing. An inbound entry asking for `count` permits is checked against the global
+//! inbound node (`__total_inbound_traffic__`, figures from before this entry) and the merged
+//! thresholds, in Sentinel's order; the first dimension that refuses blocks it:
 //!
 //! 1. **qps**: `passQps + count > qps`;
 //! 2. **thread**: `inFlight + count > maxThread` (the flow THREAD grade's meaning: `maxThread = 2`
-//!    admits two concurrent inbound calls; Sentinel's `inFlight > maxThread` admits three: SY-04);
+//!    admits two concurrent inbound calls; Sentinel's `inFlight > maxThread` admits three:
+//!    `max_thread_has_the_flow_thread_grade_meaning`);
 //! 3. **rt**: `avgRt > avgRt threshold`;
 //! 4. **load**: the load average is above `highestSystemLoad` **and** the BBR condition says the
 //!    process holds more requests than it can complete:
