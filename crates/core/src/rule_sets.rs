@@ -1,6 +1,8 @@
 //! The rule kinds an engine enforces, registered in one place: each a typed [`RuleSet`] shared (an
-//! `Arc`) with the kind's slot, which reads it on the hot path, and the same set as an [`AnyRuleSet`] for what the engine does
-//! by rule type (load JSON, count, write JSON, the resource caps' questions).
+//! `Arc`) with the kind's slot, which reads it on the hot path, and the same set as an [`AnyRuleSet`]
+//! for what the engine does by rule type (load JSON, count, write JSON, the resource caps' questions).
+//! The sets keep one word up to date, a bit per rule type in force, which an entry reads once to know
+//! which slots have work.
 //!
 //! A kind is one folder (its rule type, its [`RuleKind`](crate::rules::RuleKind), its slot) and one
 //! line below: its [`RuleType`], its field here and how its set is made from the engine's settings.
