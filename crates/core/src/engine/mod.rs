@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use std::sync::Arc;
 
-pub(crate) use config::Config;
+pub(crate) use config::{Config, Settings};
 pub use config::{
     ConfigError, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_ORIGINS, DEFAULT_MAX_RESOURCES,
     DEFAULT_OCCUPY_TIMEOUT,

@@ -8,23 +8,19 @@ use std::time::Duration;
 use super::Floodgate;
 use crate::chain::{ChainEdit, Parts, SlotChain};
 use crate::clock::{CachedClock, Clock};
-use crate::engine::{
-    Caps, Config, ConfigError, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_ORIGINS, DEFAULT_MAX_RESOURCES,
-    DEFAULT_OCCUPY_TIMEOUT, Inner, KindSettings, NEXT_ENGINE_ID, RuleSets,
-};
+use crate::engine::{Caps, ConfigError, Inner, KindSettings, NEXT_ENGINE_ID, RuleSets, Settings};
 use crate::error_filter::ErrorFilter;
-use crate::flow::DEFAULT_COLD_FACTOR;
-use crate::node::WindowGeometry;
 use crate::registry::Registry;
 use crate::slot::{BlockLog, EngineCore, Slot};
 use crate::system::{OsProbe, SystemProbe};
 
 /// Configures a [`Floodgate`].
+#[derive(Default)]
 pub struct FloodgateBuilder {
     clock: Option<Arc<dyn Clock>>,
     /// `clock` when it is a [`CachedClock`] (or none was set: the default).
     cached_clock: Option<CachedClock>,
-    config: Config,
+    settings: Settings,
     edits: Vec<ChainEdit>,
     errors: ErrorFilter,
     block_log_file: Option<std::path::PathBuf>,
@@ -38,29 +34,6 @@ impl fmt::Debug for FloodgateBuilder {
             .field("edits", &self.edits)
             .field("system_probe", &self.system_probe)
             .finish_non_exhaustive()
-    }
-}
-
-impl Default for FloodgateBuilder {
-    fn default() -> Self {
-        FloodgateBuilder {
-            clock: None,
-            cached_clock: None,
-            config: Config {
-                geometry: WindowGeometry::DEFAULT,
-                cold_factor: DEFAULT_COLD_FACTOR,
-                max_resources: DEFAULT_MAX_RESOURCES,
-                max_contexts: DEFAULT_MAX_CONTEXTS,
-                max_origins: DEFAULT_MAX_ORIGINS,
-                occupy_timeout_ms: DEFAULT_OCCUPY_TIMEOUT.as_millis() as u64,
-                eager_context_stats: false,
-                param_capacity: None,
-            },
-            edits: Vec::new(),
-            errors: ErrorFilter::default(),
-            block_log_file: None,
-            system_probe: None,
-        }
     }
 }
 
@@ -90,14 +63,14 @@ impl FloodgateBuilder {
     /// blocks, metrics). Each entry on such a name matches the regex rules again (microseconds, not
     /// nanoseconds): keep resource names templates.
     pub fn max_resources(mut self, max: usize) -> Self {
-        self.config.max_resources = max;
+        self.settings.max_resources = max;
         self
     }
 
     /// How many named contexts exist besides the default one (default 2000, as in Sentinel). Past it,
     /// entries run in the default context.
     pub fn max_contexts(mut self, max: usize) -> Self {
-        self.config.max_contexts = max;
+        self.settings.max_contexts = max;
         self
     }
 
@@ -108,42 +81,38 @@ impl FloodgateBuilder {
     /// past the cap (`limitApp: "other"` then limits them together: stricter, never open), and
     /// authority rules, which compare names, are unaffected.
     pub fn max_origins(mut self, max: usize) -> Self {
-        self.config.max_origins = max;
+        self.settings.max_origins = max;
         self
     }
 
     /// The second window of every node: `sample_count` buckets over `interval_ms` (default 2 × 500 ms).
     /// Buckets must tile whole seconds (500, 250, 200, 100 ms, …).
-    pub fn second_window(
-        mut self,
-        sample_count: u32,
-        interval_ms: u64,
-    ) -> Result<Self, ConfigError> {
-        self.config.geometry = WindowGeometry::new(sample_count, interval_ms)?;
-        Ok(self)
+    /// Checked when the engine is built ([`ConfigError::Window`]).
+    pub fn second_window(mut self, sample_count: u32, interval_ms: u64) -> Self {
+        self.settings.window = (sample_count, interval_ms);
+        self
     }
 
     /// The warm-up cold factor (default 3, Sentinel's `csp.sentinel.flow.cold.factor`): a cold resource
-    /// starts at `count / cold_factor`. Must be a number > 1.
-    pub fn cold_factor(mut self, cold_factor: f64) -> Result<Self, ConfigError> {
-        if !cold_factor.is_finite() || cold_factor <= 1.0 {
-            return Err(ConfigError::ColdFactor(cold_factor));
-        }
-        self.config.cold_factor = cold_factor;
-        Ok(self)
+    /// starts at `count / cold_factor`. Must be a number > 1, checked when the engine is built
+    /// ([`ConfigError::ColdFactor`]).
+    pub fn cold_factor(mut self, cold_factor: f64) -> Self {
+        self.settings.cold_factor = cold_factor;
+        self
     }
 
     /// How long a prioritized entry may wait for capacity borrowed from the next window (default 500 ms,
-    /// at most the window interval).
+    /// or the window interval if that is shorter). At most the window interval, checked when the
+    /// engine is built ([`ConfigError::OccupyTimeout`]).
     pub fn occupy_timeout(mut self, timeout: Duration) -> Self {
-        self.config.occupy_timeout_ms = timeout.as_millis() as u64;
+        self.settings.occupy_timeout = Some(timeout);
         self
     }
 
     /// Whether per-context nodes count from the start (default: they start on first read, which keeps
     /// the hot path to one set of counters per resource).
     pub fn count_context_nodes(mut self, eager: bool) -> Self {
-        self.config.eager_context_stats = eager;
+        self.settings.eager_context_stats = eager;
         self
     }
 
@@ -157,8 +126,9 @@ impl FloodgateBuilder {
 
     /// How many distinct values each hot-parameter rule remembers (default: Sentinel's
     /// `min(4000 · durationInSec, 200000)` per rule). Exception items come on top.
+    /// At least 1, checked when the engine is built ([`ConfigError::ParamCacheCapacity`]).
     pub fn param_cache_capacity(mut self, capacity: usize) -> Self {
-        self.config.param_capacity = Some(capacity.max(1));
+        self.settings.param_capacity = Some(capacity);
         self
     }
 
@@ -206,8 +176,30 @@ impl FloodgateBuilder {
         self
     }
 
-    /// Builds the engine: collects the registered slots, applies the edits, sorts the chain.
+    /// Builds the engine: checks the settings, collects the registered slots, applies the edits, sorts
+    /// the chain.
+    ///
+    /// # Panics
+    ///
+    /// If a setting is invalid (see [`try_build`](Self::try_build), which returns the error instead).
+    /// The default settings are valid.
     pub fn build(self) -> Floodgate {
+        match self.try_build() {
+            Ok(engine) => engine,
+            Err(error) => panic!("invalid Floodgate setting: {error}"),
+        }
+    }
+
+    /// Builds the engine, or names the first invalid setting and builds nothing.
+    ///
+    /// ```
+    /// use floodgate_core::{ConfigError, Floodgate};
+    ///
+    /// let error = Floodgate::builder().cold_factor(1.0).try_build().unwrap_err();
+    /// assert_eq!(error, ConfigError::ColdFactor(1.0));
+    /// ```
+    pub fn try_build(self) -> Result<Floodgate, ConfigError> {
+        let config = self.settings.check()?;
         let (clock, cached_clock) = match self.clock {
             Some(clock) => (clock, self.cached_clock),
             None => {
@@ -216,8 +208,6 @@ impl FloodgateBuilder {
             }
         };
         let tick_ns = u64::try_from(clock.resolution().as_nanos()).unwrap_or(u64::MAX);
-        let mut config = self.config;
-        config.occupy_timeout_ms = config.occupy_timeout_ms.min(config.geometry.interval_ms);
         let system_probe = self
             .system_probe
             .unwrap_or_else(|| Arc::new(OsProbe::new()) as Arc<dyn SystemProbe>);
@@ -253,6 +243,6 @@ impl FloodgateBuilder {
             errors: self.errors,
             enabled: AtomicBool::new(true),
         });
-        Floodgate { inner }
+        Ok(Floodgate { inner })
     }
 }

@@ -65,7 +65,6 @@ fn a_two_bucket_window_admits_twice_the_count_across_a_boundary_and_more_buckets
     let fg = Floodgate::builder()
         .clock(clock.clone())
         .second_window(10, 1000)
-        .unwrap()
         .build();
     load(&fg, r#"[{"resource":"R","count":5}]"#);
     clock.set(T0 + 400);
@@ -767,13 +766,17 @@ fn every_validation_error_names_the_rule_and_field_and_changes_nothing() {
 
 #[test]
 fn the_cold_factor_is_configurable_and_validated() {
-    assert!(Floodgate::builder().cold_factor(1.0).is_err());
-    assert!(Floodgate::builder().cold_factor(f64::NAN).is_err());
+    assert!(Floodgate::builder().cold_factor(1.0).try_build().is_err());
+    assert!(
+        Floodgate::builder()
+            .cold_factor(f64::NAN)
+            .try_build()
+            .is_err()
+    );
     let clock = ManualClock::new(T0);
     let fg = Floodgate::builder()
         .clock(clock.clone())
         .cold_factor(4.0)
-        .unwrap()
         .build();
     load(
         &fg,

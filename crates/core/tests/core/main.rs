@@ -4,6 +4,7 @@
 mod support;
 
 mod authority;
+mod builder;
 mod builtin_chain;
 mod caps;
 mod context;
