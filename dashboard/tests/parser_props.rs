@@ -5,7 +5,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
-use floodgate_core::MetricLine as AgentLine;
+use floodgate_core::stats::MetricLine as AgentLine;
 use floodgate_dashboard::ingest::line::{
     AnswerError, MAX_COUNT, MAX_LINES, MAX_RESOURCE_BYTES, MAX_RT_MS, MetricLine, parse_answer,
 };

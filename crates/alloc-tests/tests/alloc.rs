@@ -16,7 +16,7 @@ fn entry_and_exit_allocate_nothing() {
         drop(fg.entry("R").enter().unwrap());
         drop(outer);
     }
-    let handle = fg.resource("R").unwrap();
+    let key = fg.resource_key("R");
     let stats = allocation_counter::measure(|| {
         for i in 0..10_000u64 {
             clock.set(1_700_000_003_000 + i / 10);
@@ -28,7 +28,7 @@ fn entry_and_exit_allocate_nothing() {
                     .enter()
                     .unwrap(),
             );
-            drop(handle.entry().count(2).enter().unwrap());
+            drop(fg.entry_for(&key).count(2).enter().unwrap());
             let outer = fg.entry("R").enter().unwrap();
             drop(fg.entry("R").enter().unwrap());
             drop(outer);

@@ -44,9 +44,9 @@ fn closed_breakers(c: &mut Criterion) {
         g.bench_function(format!("by_name/{name}"), |b| {
             b.iter(|| drop(black_box(fg.entry(black_box(RESOURCE)).enter())))
         });
-        let handle = fg.resource(RESOURCE).expect("a resource");
-        g.bench_function(format!("by_handle/{name}"), |b| {
-            b.iter(|| drop(black_box(handle.entry().enter())))
+        let key = fg.resource_key(RESOURCE);
+        g.bench_function(format!("by_key/{name}"), |b| {
+            b.iter(|| drop(black_box(fg.entry_for(&key).enter())))
         });
     }
     g.finish();

@@ -38,9 +38,9 @@ fn single_thread(c: &mut Criterion) {
         g.bench_function(format!("by_name/{name}"), |b| {
             b.iter(|| drop(black_box(fg.entry(black_box("GET:/api/orders")).enter())))
         });
-        let handle = fg.resource("GET:/api/orders").unwrap();
-        g.bench_function(format!("by_handle/{name}"), |b| {
-            b.iter(|| drop(black_box(handle.entry().enter())))
+        let key = fg.resource_key("GET:/api/orders");
+        g.bench_function(format!("by_key/{name}"), |b| {
+            b.iter(|| drop(black_box(fg.entry_for(&key).enter())))
         });
     }
     let fg = Floodgate::default();

@@ -15,7 +15,7 @@ use foldhash::SharedSeed;
 use foldhash::fast::SeedableRandomState;
 
 /// A map whose keys clients choose.
-pub type KeyedMap<K, V> = HashMap<K, V, SeedableRandomState>;
+pub(crate) type KeyedMap<K, V> = HashMap<K, V, SeedableRandomState>;
 
 /// A random `u64` (a fresh std `RandomState`'s hash of a constant).
 pub(crate) fn random_u64() -> u64 {
@@ -34,7 +34,7 @@ pub(crate) fn keyed_state() -> SeedableRandomState {
 }
 
 /// An empty [`KeyedMap`].
-pub fn keyed_map<K, V>() -> KeyedMap<K, V> {
+pub(crate) fn keyed_map<K, V>() -> KeyedMap<K, V> {
     HashMap::with_hasher(keyed_state())
 }
 

@@ -23,21 +23,27 @@
 //! assert_eq!((node.pass_qps(), node.avg_rt(), node.cur_thread_num()), (1.0, 12.0, 0));
 //! ```
 //!
+//! The crate root holds what an application uses: the engine and its builder, entries, contexts,
+//! resource keys, errors, the rule types and clocks. Two modules hold the rest: [`slot`], the surface
+//! for writing slots of one's own, and [`stats`], what the engine reports (node statistics, the call
+//! tree, metric lines, the state of each rule kind).
+//!
 //! The parts:
 //!
 //! * [`Clock`]: every reading of time; [`ManualClock`] for tests.
-//! * Statistics: each node keeps a sliding second window (a LeapArray of tagged atomic cells, 2 × 500 ms)
-//!   and a minute history; see [`NodeView`] for the figures.
+//! * Statistics ([`stats`]): each node keeps a sliding second window (a LeapArray of tagged atomic
+//!   cells, 2 × 500 ms) and a minute history; see [`stats::NodeView`] for the figures.
 //! * Nodes: a `ClusterNode` per resource, a `DefaultNode` per resource × context (the call tree), an
 //!   `EntranceNode` per context, an origin node per resource × caller (at most
 //!   [`FloodgateBuilder::max_origins`] callers per resource; later ones share [`OVER_CAP_ORIGIN`]), and
 //!   the global inbound node.
 //! * Caps on everything a client names (resources, contexts, origins) and on rule lists: see
 //!   [Caps](#caps).
-//! * [`Slot`]s, registered with an order ([`register_slot!`]) and assembled per engine by
+//! * Slots ([`slot`]), registered with an order ([`register_slot!`]) and assembled per engine by
 //!   [`FloodgateBuilder`]; an engine with only the built-in slots runs them as straight-line code.
-//! * Resources by name ([`Floodgate::entry`]), resolved once ([`Floodgate::resource`], borrowing the
-//!   engine), or kept as a [`ResourceKey`] ([`Floodgate::entry_for`]) by adapters that cache them.
+//! * Resources by name ([`Floodgate::entry`]), or resolved once into a [`ResourceKey`]
+//!   ([`Floodgate::resource_key`], entered with [`Floodgate::entry_for`]) by callers that enter them
+//!   often and adapters that cache them.
 //! * Contexts ([`ContextBuilder`]): named call trees with an origin, for sync and async code.
 //! * Rules: [`FlowRule`]; [`DegradeRule`] (circuit breakers); [`ParamFlowRule`] (hot parameters);
 //!   [`AuthorityRule`] (white/black lists of origins); [`SystemRule`] (adaptive protection of inbound
@@ -122,17 +128,18 @@ mod registry;
 mod resource_key;
 mod rule_sets;
 mod rules;
-mod slot;
+pub mod slot;
 mod stat;
+pub mod stats;
 mod system;
+mod utc;
 
-pub use authority::{AuthorityRule, AuthoritySlot, AuthorityStrategy};
+pub use authority::{AuthorityRule, AuthorityStrategy};
 pub use block::{BlockError, BlockKind, BlockRule};
 pub use clock::{CachedClock, Clock, ManualClock, SystemClock};
 pub use context::ContextBuilder;
 pub use degrade::{
-    BreakerState, BreakerStateChange, BreakerStatus, DEFAULT_DEGRADE_RESOURCE,
-    DefaultCircuitBreakerSlot, DegradeGrade, DegradeRule, DegradeSlot,
+    BreakerState, BreakerStateChange, DEFAULT_DEGRADE_RESOURCE, DegradeGrade, DegradeRule,
 };
 pub use engine::{
     ConfigError, DEFAULT_MAX_CONTEXTS, DEFAULT_MAX_ORIGINS, DEFAULT_MAX_RESOURCES,
@@ -140,34 +147,16 @@ pub use engine::{
 };
 pub use entry::{Entry, EntryBuilder, OwnedEntry};
 pub use entry_type::{EntryType, ResourceType};
-pub use floodgate::{EngineStats, Floodgate, FloodgateBuilder, ResourceHandle};
-pub use flow::{
-    ClusterFlowConfig, ControlBehavior, FlowGrade, FlowRule, FlowSlot, FlowStatus, FlowStrategy,
-};
+pub use floodgate::{Floodgate, FloodgateBuilder};
+pub use flow::{ClusterFlowConfig, ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
 pub use global::{SetGlobalDefaultError, entry, global, set_global_default};
-pub use node::{CallTree, MetricLine, NodeSnapshot, NodeView, TreeNodeKind};
 pub use param::{ParamKey, ParamValue};
-pub use param_flow::{
-    ParamFlowClusterConfig, ParamFlowItem, ParamFlowRule, ParamFlowSlot, ParamFlowStatus,
-};
+pub use param_flow::{ParamFlowClusterConfig, ParamFlowItem, ParamFlowRule};
 pub use registry::{
     DEFAULT_CONTEXT_NAME, MACHINE_ROOT, MAX_ORIGIN_LEN, OVER_CAP_ORIGIN, OVER_CAP_RESOURCE,
     TOTAL_INBOUND_TRAFFIC,
 };
 pub use resource_key::ResourceKey;
 pub use rules::{RuleError, RuleLoad, RuleType, RuleWarning, UnknownRuleType};
-pub use slot::{
-    Attachment, ClusterBuilderSlot, ExitContext, Hooks, LogSlot, NodeSelectorSlot, Slot,
-    SlotContext, SlotRegistration, StatisticSlot, order, utc_datetime,
-};
 pub use stat::WindowError;
-pub use system::{
-    ManualProbe, OsProbe, SystemLimit, SystemLimitType, SystemProbe, SystemRule, SystemSlot,
-    SystemStatus, SystemThresholds,
-};
-
-#[doc(hidden)]
-pub use inventory;
-/// For the adapter crates' maps keyed by what clients send (see `keyed_hash.rs`).
-#[doc(hidden)]
-pub use keyed_hash::{KeyedMap, keyed_map};
+pub use system::{ManualProbe, OsProbe, SystemLimit, SystemLimitType, SystemProbe, SystemRule};

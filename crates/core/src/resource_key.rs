@@ -1,9 +1,8 @@
-//! Resource keys: a resource resolved once and kept without borrowing its engine.
+//! Resource keys: a resource resolved once, for callers that enter it often, kept without borrowing
+//! its engine (in an adapter's per-route cache beside its engine handle, say).
 //!
-//! A [`ResourceHandle`](crate::ResourceHandle) borrows the engine, so it cannot live in a cache that
-//! outlives the borrow — an adapter's per-route cache, say, which sits beside its engine handle. A
-//! [`ResourceKey`] holds the engine's id, the resource's id and its name; [`Floodgate::entry_for`]
-//! enters it without looking the name up. A key the engine cannot resolve (one made past the resource
+//! Besides its name, a key is the one way to name a resource. A [`ResourceKey`] holds the engine's id,
+//! the resource's id and its name; [`Floodgate::entry_for`] enters it without looking the name up. A key the engine cannot resolve (one made past the resource
 //! cap or while the engine was switched off, or by another engine) enters by name, exactly as
 //! [`Floodgate::entry`] would. Keys are equal when they name the same resource of the same engine.
 
@@ -26,6 +25,14 @@ impl ResourceKey {
     /// The resource's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Whether the engine resolved the key to the resource of its name, so that its entries skip the
+    /// name lookup. Not past the resource cap when no rule names the resource exactly (its entries may
+    /// then be counted on a shared resource, which the key must not stay on once rules name it), nor
+    /// while the engine was switched off.
+    pub fn is_resolved(&self) -> bool {
+        self.id.is_some()
     }
 }
 
@@ -107,6 +114,7 @@ mod tests {
         let fg = engine(10);
         let key = fg.resource_key("R");
         assert_eq!(key.name(), "R");
+        assert!(key.is_resolved());
         drop(fg.entry_for(&key).enter().unwrap());
         drop(fg.entry("R").enter().unwrap());
         assert_eq!(fg.cluster_node("R").unwrap().total_pass(), 2);
@@ -129,6 +137,7 @@ mod tests {
         let fg = engine(10);
         fg.set_enabled(false);
         let key = fg.resource_key("R");
+        assert!(!key.is_resolved());
         assert!(fg.resource_names().is_empty());
         fg.set_enabled(true);
         drop(fg.entry_for(&key).enter().unwrap());
@@ -141,6 +150,7 @@ mod tests {
         let fg = engine(1);
         drop(fg.resource_key("first"));
         let key = fg.resource_key("late");
+        assert!(!key.is_resolved(), "past the cap");
         drop(fg.entry_for(&key).enter().unwrap());
         assert!(
             fg.cluster_node("late").is_none(),

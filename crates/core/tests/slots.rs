@@ -7,10 +7,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use floodgate_core::{
-    BlockError, BlockKind, ExitContext, Floodgate, Hooks, ManualClock, Slot, SlotContext,
-    register_slot,
-};
+use floodgate_core::slot::{ExitContext, Hooks, Slot, SlotContext};
+use floodgate_core::{BlockError, BlockKind, Floodgate, ManualClock, register_slot};
 
 const T0: u64 = 1_700_000_000_000;
 

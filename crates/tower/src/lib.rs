@@ -56,6 +56,7 @@
 //! ```
 
 mod future;
+mod keyed_hash;
 mod layer;
 mod resource;
 mod response;

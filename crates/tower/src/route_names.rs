@@ -29,9 +29,10 @@ use std::sync::{Arc, Mutex};
 use axum::extract::MatchedPath;
 
 use arc_swap::ArcSwap;
-use floodgate_core::{Floodgate, KeyedMap, ResourceKey, keyed_map};
+use floodgate_core::{Floodgate, ResourceKey};
 use http::Method;
 
+use crate::keyed_hash::{KeyedMap, keyed_map};
 use crate::resource::NameParts;
 #[cfg(feature = "axum")]
 use crate::resource::STANDARD_METHODS;
@@ -42,10 +43,8 @@ pub(crate) const CAPACITY: usize = 1024;
 /// The name of gRPC paths the map has no room for.
 pub(crate) const GRPC_OVERFLOW: &str = "grpc:/*";
 
-/// Route → the keys of the names built for it, one per method. Hashed under random keys: a gRPC
-/// route is the request's own path, and paths made to collide under an unkeyed hash would share one
-/// probe chain.
-// Measured: 3.6 µs a lookup for 1024 colliding paths under an unkeyed hash.
+/// Route → the keys of the names built for it, one per method (a gRPC route is the request's own path:
+/// hashed under random keys).
 type Names = KeyedMap<Box<str>, Vec<(Option<Method>, ResourceKey)>>;
 
 /// How many routes the recent table holds (axum only).

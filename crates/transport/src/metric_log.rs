@@ -16,7 +16,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use floodgate_core::{MetricLine, utc_datetime};
+use floodgate_core::stats::{MetricLine, utc_datetime};
 
 /// Sentinel's `csp.sentinel.metric.file.single.size`.
 const SINGLE_FILE_BYTES: u64 = 50 * 1024 * 1024;

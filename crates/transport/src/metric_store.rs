@@ -12,7 +12,8 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use floodgate_core::{Floodgate, MetricLine, TOTAL_INBOUND_TRAFFIC};
+use floodgate_core::stats::MetricLine;
+use floodgate_core::{Floodgate, TOTAL_INBOUND_TRAFFIC};
 
 /// The name under which resources past the cap are summed (in totals and in the Prometheus exposition).
 pub const OTHER_RESOURCES: &str = "__other__";

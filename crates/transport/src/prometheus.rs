@@ -7,8 +7,9 @@ use std::fmt;
 use std::hash::Hash;
 use std::sync::Arc;
 
+use floodgate_core::stats::EngineStats;
 use floodgate_core::{
-    BlockKind, BreakerState, DegradeGrade, EngineStats, Floodgate, RuleType, TOTAL_INBOUND_TRAFFIC,
+    BlockKind, BreakerState, DegradeGrade, Floodgate, RuleType, TOTAL_INBOUND_TRAFFIC,
 };
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use floodgate_core::MetricLine;
+use floodgate_core::stats::MetricLine;
 use floodgate_transport::{MetricLog, fat_line};
 
 const T0: u64 = 1_700_000_000_000; // 2023-11-14 22:13:20 UTC

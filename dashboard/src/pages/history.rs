@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
-use floodgate_core::{RuleType, utc_datetime};
+use floodgate_core::RuleType;
+use floodgate_core::stats::utc_datetime;
 use serde::Deserialize;
 use serde_json::Value;
 

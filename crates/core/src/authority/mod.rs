@@ -7,4 +7,4 @@ mod slot;
 
 pub(crate) use manager::AuthorityKind;
 pub use rule::{AuthorityRule, AuthorityStrategy};
-pub use slot::AuthoritySlot;
+pub(crate) use slot::AuthoritySlot;

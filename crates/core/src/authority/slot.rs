@@ -14,7 +14,7 @@ use crate::rules::RuleType;
 use crate::slot::{Hooks, Slot, SlotContext};
 
 /// Sentinel's `AuthoritySlot`.
-pub struct AuthoritySlot {
+pub(crate) struct AuthoritySlot {
     rules: Arc<AuthorityRules>,
 }
 

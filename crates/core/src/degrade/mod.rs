@@ -13,4 +13,4 @@ mod slow_ratio;
 pub(crate) use manager::DegradeKind;
 pub use observer::{BreakerState, BreakerStateChange, BreakerStatus};
 pub use rule::{DEFAULT_DEGRADE_RESOURCE, DegradeGrade, DegradeRule};
-pub use slot::{DefaultCircuitBreakerSlot, DegradeSlot};
+pub(crate) use slot::{DefaultCircuitBreakerSlot, DegradeSlot};

@@ -23,7 +23,7 @@ use crate::rules::RuleType;
 use crate::slot::{Attachment, ExitContext, Slot, SlotContext};
 
 /// Sentinel's `DegradeSlot`: the breakers of the resource's own degrade rules.
-pub struct DegradeSlot {
+pub(crate) struct DegradeSlot {
     rules: Arc<DegradeRules>,
 }
 
@@ -42,7 +42,7 @@ impl DegradeSlot {
 
 /// Sentinel's `DefaultCircuitBreakerSlot`: the breakers of the default rules (resource `"*"`), for
 /// resources without degrade rules of their own.
-pub struct DefaultCircuitBreakerSlot {
+pub(crate) struct DefaultCircuitBreakerSlot {
     rules: Arc<DegradeRules>,
 }
 

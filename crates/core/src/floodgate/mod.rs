@@ -19,8 +19,6 @@ use crate::clock::Clock;
 use crate::context::ContextBuilder;
 use crate::engine::Inner;
 use crate::entry::EntryBuilder;
-use crate::node::NodeView;
-use crate::registry::Resource;
 
 /// The guard engine. Cheap to clone (one `Arc`); clones share everything.
 ///
@@ -65,20 +63,6 @@ impl Floodgate {
         EntryBuilder::new(&self.inner, crate::entry::Target::Name(resource))
     }
 
-    /// Resolves `resource` once, for callers that enter it often (skips the name lookup per entry).
-    /// `None` past the resource cap when no rule names it exactly (its entries, by name, may then be
-    /// counted on [`OVER_CAP_RESOURCE`](crate::OVER_CAP_RESOURCE), or on the resource of another name the same regex rules
-    /// match, which a handle must not stay on once rules name the resource).
-    pub fn resource<'a>(&'a self, resource: &str) -> Option<ResourceHandle<'a>> {
-        self.inner
-            .resource(resource)
-            .filter(|r| *r.name == *resource)
-            .map(|resource| ResourceHandle {
-                engine: &self.inner,
-                resource,
-            })
-    }
-
     /// A named context (Sentinel's `ContextUtil.enter`): run code in it, or start entries in it explicitly.
     pub fn context<'a>(&'a self, name: &'a str) -> ContextBuilder<'a> {
         ContextBuilder::new(&self.inner, name)
@@ -97,30 +81,5 @@ impl Floodgate {
     /// Whether the engine checks entries.
     pub fn is_enabled(&self) -> bool {
         self.inner.is_enabled()
-    }
-}
-
-/// A resource resolved once (see [`Floodgate::resource`]).
-#[derive(Debug, Clone, Copy)]
-pub struct ResourceHandle<'a> {
-    engine: &'a Inner,
-    resource: &'a Resource,
-}
-
-impl<'a> ResourceHandle<'a> {
-    /// Starts an entry on this resource.
-    #[inline]
-    pub fn entry(&self) -> EntryBuilder<'a> {
-        EntryBuilder::new(self.engine, crate::entry::Target::Resolved(self.resource))
-    }
-
-    /// The resource's name.
-    pub fn name(&self) -> &str {
-        &self.resource.name
-    }
-
-    /// The resource's statistics.
-    pub fn cluster_node(&self) -> NodeView<'a> {
-        self.engine.view(&self.resource.cluster.stats)
     }
 }

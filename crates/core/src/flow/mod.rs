@@ -16,7 +16,7 @@ pub(crate) use manager::{FlowKind, FlowRules};
 pub(crate) use reject::RejectController;
 pub(crate) use rule::u32_range;
 pub use rule::{ClusterFlowConfig, ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
-pub use slot::FlowSlot;
+pub(crate) use slot::FlowSlot;
 pub(crate) use throttling::ThrottlingController;
 pub(crate) use warm_up::{DEFAULT_COLD_FACTOR, WarmUpController};
 pub(crate) use warm_up_rate_limiter::WarmUpRateLimiterController;

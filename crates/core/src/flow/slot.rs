@@ -31,7 +31,7 @@ use crate::rules::RuleType;
 use crate::slot::{Hooks, Slot, SlotContext};
 
 /// Sentinel's `FlowSlot`.
-pub struct FlowSlot {
+pub(crate) struct FlowSlot {
     rules: Arc<FlowRules>,
     /// How long a prioritized entry may wait for capacity borrowed from the next window, ms.
     occupy_timeout_ms: u64,

@@ -12,4 +12,4 @@ mod token_bucket;
 pub(crate) use manager::ParamFlowKind;
 pub use manager::ParamFlowStatus;
 pub use rule::{ParamFlowClusterConfig, ParamFlowItem, ParamFlowRule};
-pub use slot::ParamFlowSlot;
+pub(crate) use slot::ParamFlowSlot;

@@ -35,7 +35,7 @@ use crate::rules::RuleType;
 use crate::slot::{ExitContext, Hooks, Slot, SlotContext};
 
 /// Sentinel's `ParamFlowSlot`.
-pub struct ParamFlowSlot {
+pub(crate) struct ParamFlowSlot {
     rules: Arc<ParamFlowRules>,
 }
 

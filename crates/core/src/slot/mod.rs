@@ -33,7 +33,7 @@ use std::time::Duration;
 pub use cluster_builder::ClusterBuilderSlot;
 pub(crate) use core::EngineCore;
 pub(crate) use log::BlockLog;
-pub use log::{LogSlot, utc_datetime};
+pub use log::LogSlot;
 pub use node_selector::NodeSelectorSlot;
 pub use statistic::StatisticSlot;
 
@@ -167,10 +167,19 @@ inventory::collect!(SlotRegistration);
 #[macro_export]
 macro_rules! register_slot {
     ($name:expr, $order:expr, $build:expr) => {
-        $crate::inventory::submit! {
-            $crate::SlotRegistration { name: $name, order: $order, build: $build }
+        $crate::slot::__private::inventory::submit! {
+            $crate::slot::SlotRegistration { name: $name, order: $order, build: $build }
         }
     };
+}
+
+pub use crate::register_slot;
+
+/// What [`register_slot!`] expands to, so that a crate registering a slot need not depend on
+/// `inventory` itself. Not an API: it changes without notice.
+#[doc(hidden)]
+pub mod __private {
+    pub use inventory;
 }
 
 /// What a slot sees of an entry being admitted.

@@ -15,4 +15,4 @@ pub use manager::SystemStatus;
 pub use os_probe::OsProbe;
 pub use probe::{ManualProbe, SystemProbe};
 pub use rule::SystemRule;
-pub use slot::SystemSlot;
+pub(crate) use slot::SystemSlot;

@@ -34,7 +34,7 @@ use crate::rules::RuleType;
 use crate::slot::{Hooks, Slot, SlotContext};
 
 /// Sentinel's `SystemSlot`.
-pub struct SystemSlot {
+pub(crate) struct SystemSlot {
     rules: Arc<SystemRules>,
 }
 

@@ -6,7 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use floodgate_core::{EntryType, Floodgate, ManualClock, ParamValue, RuleType, Slot};
+use floodgate_core::slot::Slot;
+use floodgate_core::{EntryType, Floodgate, ManualClock, ParamValue, RuleType};
 
 const T0: u64 = 1_700_000_000_000;
 

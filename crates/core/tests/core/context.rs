@@ -1,6 +1,7 @@
 //! Contexts, origins and the call tree.
 
-use floodgate_core::{DEFAULT_CONTEXT_NAME, Floodgate, ManualClock, TreeNodeKind};
+use floodgate_core::stats::TreeNodeKind;
+use floodgate_core::{DEFAULT_CONTEXT_NAME, Floodgate, ManualClock};
 
 const T0: u64 = 1_700_000_000_000;
 
@@ -161,7 +162,7 @@ fn resources_calling_each_other_keep_the_call_tree_small() {
             }
         }
     });
-    fn count(tree: &floodgate_core::CallTree) -> usize {
+    fn count(tree: &floodgate_core::stats::CallTree) -> usize {
         1 + tree.children.iter().map(count).sum::<usize>()
     }
     let tree = fg.call_tree();

@@ -7,9 +7,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::Duration;
 
+use floodgate_core::slot::{Hooks, Slot, SlotContext};
 use floodgate_core::{
     BlockError, BlockKind, BreakerState, BreakerStateChange, DegradeGrade, DegradeRule, Floodgate,
-    FlowRule, Hooks, ManualClock, RuleError, RuleType, Slot, SlotContext,
+    FlowRule, ManualClock, RuleError, RuleType,
 };
 
 use BreakerState::{Closed, HalfOpen, Open};

@@ -4,9 +4,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use floodgate_core::slot::{Hooks, Slot, SlotContext};
 use floodgate_core::{
-    BlockError, BlockKind, EntryType, Floodgate, Hooks, ManualClock, Slot, SlotContext,
-    TOTAL_INBOUND_TRAFFIC,
+    BlockError, BlockKind, EntryType, Floodgate, ManualClock, TOTAL_INBOUND_TRAFFIC,
 };
 
 const T0: u64 = 1_700_000_000_000;
@@ -175,13 +175,14 @@ fn metrics_report_finished_seconds() {
 }
 
 #[test]
-fn a_resource_handle_skips_the_lookup_and_counts_the_same() {
+fn a_resource_key_skips_the_lookup_and_counts_the_same() {
     let (_clock, fg) = engine(10);
-    let handle = fg.resource("R").unwrap();
-    drop(handle.entry().count(3).enter().unwrap());
+    let key = fg.resource_key("R");
+    assert!(key.is_resolved());
+    drop(fg.entry_for(&key).count(3).enter().unwrap());
     drop(fg.entry("R").enter().unwrap());
-    assert_eq!(handle.cluster_node().pass_qps(), 4.0);
-    assert_eq!(handle.name(), "R");
+    assert_eq!(fg.cluster_node(key.name()).unwrap().pass_qps(), 4.0);
+    assert_eq!(key.name(), "R");
 }
 
 #[test]

@@ -854,8 +854,8 @@ struct ReloadFirst {
     reloads: AtomicUsize,
 }
 
-impl floodgate_core::Slot for ReloadFirst {
-    fn entry(&self, _cx: &mut floodgate_core::SlotContext<'_>) -> Result<(), BlockError> {
+impl floodgate_core::slot::Slot for ReloadFirst {
+    fn entry(&self, _cx: &mut floodgate_core::slot::SlotContext<'_>) -> Result<(), BlockError> {
         // Once: the first entry is counted by a rule state created after its clock read.
         if self.reloads.fetch_add(1, Ordering::Relaxed) == 0 {
             advance(&self.clock, 1);

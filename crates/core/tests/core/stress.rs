@@ -3,9 +3,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use floodgate_core::{
-    BlockError, BlockKind, EntryType, Floodgate, Hooks, ManualClock, Slot, SlotContext,
-};
+use floodgate_core::slot::{Hooks, Slot, SlotContext};
+use floodgate_core::{BlockError, BlockKind, EntryType, Floodgate, ManualClock};
 
 const T0: u64 = 1_700_000_000_000;
 const THREADS: u64 = 4;

@@ -6,9 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use floodgate_core::stats::SystemThresholds;
 use floodgate_core::{
     BlockError, BlockKind, Entry, EntryType, Floodgate, ManualClock, ManualProbe, RuleError,
-    RuleType, SystemLimit, SystemLimitType, SystemProbe, SystemRule, SystemThresholds,
+    RuleType, SystemLimit, SystemLimitType, SystemProbe, SystemRule,
 };
 
 const T0: u64 = 1_700_000_000_000;

@@ -11,7 +11,7 @@
 //! follow as in Sentinel: `__system_load__` and `__cpu_usage__` with the reading × 10000 as pass QPS
 //! (omitted while the probe's reading is unavailable).
 
-use floodgate_core::MetricLine;
+use floodgate_core::stats::MetricLine;
 
 use super::{CommandState, Params};
 use crate::metric_store::thin_line;

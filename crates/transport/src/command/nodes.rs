@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use floodgate_core::{CallTree, NodeSnapshot, TreeNodeKind};
+use floodgate_core::stats::{CallTree, NodeSnapshot, TreeNodeKind};
 use serde_json::{Map, Value, json};
 
 use super::{CommandError, CommandState, Params};
