@@ -24,9 +24,10 @@
 //! ```
 //!
 //! The crate root holds what an application uses: the engine and its builder, entries, contexts,
-//! resource keys, errors, the rule types and clocks. Two modules hold the rest: [`slot`], the surface
-//! for writing slots of one's own, and [`stats`], what the engine reports (node statistics, the call
-//! tree, metric lines, the state of each rule kind).
+//! resource keys, errors, the rule types and clocks. Modules hold the rest: [`slot`], the surface for
+//! writing slots of one's own; [`stats`], what the engine reports (node statistics, the call tree,
+//! metric lines, the state of each rule kind); [`cluster`], what a token service answers rules in
+//! cluster mode.
 //!
 //! The parts:
 //!
@@ -108,6 +109,7 @@ mod authority;
 mod block;
 mod chain;
 mod clock;
+pub mod cluster;
 mod context;
 mod degrade;
 mod engine;

@@ -3,7 +3,7 @@
 use std::io;
 
 use super::message::{MessageType, Response, ResponseBody, TokenAnswer};
-use super::status::TokenStatus;
+use floodgate_core::cluster::TokenStatus;
 
 /// Why a frame's content is not a message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -4,7 +4,7 @@ use bytes::{Buf, BufMut};
 
 use super::error::DecodeError;
 use super::param::{Param, need, read_bool, read_string};
-use super::status::TokenStatus;
+use floodgate_core::cluster::TokenStatus;
 
 /// The most bytes a frame may hold after its 2-byte length: Java's frame decoder refuses frames of
 /// more than 1024 bytes, length included.

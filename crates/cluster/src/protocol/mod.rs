@@ -27,12 +27,11 @@ mod codec;
 mod error;
 mod message;
 mod param;
-mod status;
 
 pub use codec::{ClientCodec, ServerCodec};
 pub use error::{DecodeError, MalformedRequest, ProtocolError};
+pub use floodgate_core::cluster::TokenStatus;
 pub use message::{
     MAX_FRAME_LEN, MessageType, Request, RequestBody, Response, ResponseBody, TokenAnswer,
 };
 pub use param::Param;
-pub use status::TokenStatus;

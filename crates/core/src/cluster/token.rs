@@ -1,4 +1,5 @@
-//! The status of a token server's answer (Sentinel's `TokenResultStatus`), one signed byte.
+//! What a token service answers: a status (Sentinel's `TokenResultStatus`, one signed byte on the
+//! wire), the tokens left and how long to wait.
 
 /// What a token server answers a request with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -76,6 +77,28 @@ impl TokenStatus {
             7 => TokenStatus::AlreadyRelease,
             _ => return None,
         })
+    }
+}
+
+/// A token service's answer to one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenResult {
+    /// How it went.
+    pub status: TokenStatus,
+    /// Tokens left in the window after this request (may be negative).
+    pub remaining: i32,
+    /// How long a [`TokenStatus::ShouldWait`] request waits, ms.
+    pub wait_ms: i32,
+}
+
+impl TokenResult {
+    /// `status`, with nothing left and no wait.
+    pub const fn of(status: TokenStatus) -> Self {
+        TokenResult {
+            status,
+            remaining: 0,
+            wait_ms: 0,
+        }
     }
 }
 
