@@ -5,3 +5,4 @@
 //! a Floodgate application can ask a Java server.
 
 pub mod protocol;
+pub mod server;
