@@ -19,8 +19,8 @@ use super::rule::{AuthorityRule, AuthorityStrategy};
 use crate::keyed_hash::{KeyedMap, keyed_map};
 use crate::registry::Resource;
 use crate::rules::{
-    CheckedList, CompiledRules, ResourceTable, RuleError, RuleKind, applicable, no_errors,
-    push_matching,
+    CheckedList, CompiledRules, ResourceTable, RuleError, RuleKind, SentinelRule, applicable,
+    no_errors, push_matching,
 };
 
 /// An immutable set of authority rules.
@@ -106,7 +106,7 @@ impl CheckedList<AuthorityRule> for OneRuleEach {
         let checked: Vec<Result<(), RuleError>> = rules
             .iter()
             .enumerate()
-            .map(|(index, rule)| rule.validate(index))
+            .map(|(index, rule)| rule.check(index))
             .collect();
         // Conflicts among the valid rules only, as the JSON path (which validates while parsing) does.
         let valid = rules

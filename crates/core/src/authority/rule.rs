@@ -124,27 +124,6 @@ impl AuthorityRule {
             AuthorityStrategy::Black => !self.lists(origin),
         }
     }
-
-    /// Checks the rule; `index` is its position in the list being loaded.
-    pub(crate) fn validate(&self, index: usize) -> Result<(), RuleError> {
-        let err = |field: &str, reason: String| Err(RuleError::invalid(index, field, reason));
-        if self.resource.trim().is_empty() {
-            return err("resource", "must not be blank".into());
-        }
-        if self.limit_app.trim().is_empty() {
-            return err(
-                "limitApp",
-                "must list the origins (comma-separated), got a blank value".into(),
-            );
-        }
-        for origin in self.limit_app.split(',') {
-            check_origin_len(index, origin)?;
-        }
-        if self.regex {
-            check_pattern(index, &self.resource)?;
-        }
-        Ok(())
-    }
 }
 
 crate::rules::serde_via_fields!(AuthorityRule);
@@ -154,10 +133,6 @@ impl SentinelRule for AuthorityRule {
 
     fn target(&self) -> Option<(&str, bool)> {
         Some((&self.resource, self.regex))
-    }
-
-    fn check(&self, index: usize) -> Result<(), RuleError> {
-        self.validate(index)
     }
 
     /// The JSON fields of Sentinel's `AuthorityRule`.
@@ -175,15 +150,34 @@ impl SentinelRule for AuthorityRule {
                 ));
             }
         };
-        let rule = AuthorityRule {
+        Ok(AuthorityRule {
             id: f.integer("id")?,
             resource: f.string("resource")?.unwrap_or_default().to_owned(),
             limit_app: f.string("limitApp")?.unwrap_or_default().to_owned(),
             strategy,
             regex: f.boolean("regex")?.unwrap_or(false),
-        };
-        rule.validate(f.index())?;
-        Ok(rule)
+        })
+    }
+
+    /// Checks the rule; `index` is its position in the list being loaded.
+    fn check(&self, index: usize) -> Result<(), RuleError> {
+        let err = |field: &str, reason: String| Err(RuleError::invalid(index, field, reason));
+        if self.resource.trim().is_empty() {
+            return err("resource", "must not be blank".into());
+        }
+        if self.limit_app.trim().is_empty() {
+            return err(
+                "limitApp",
+                "must list the origins (comma-separated), got a blank value".into(),
+            );
+        }
+        for origin in self.limit_app.split(',') {
+            check_origin_len(index, origin)?;
+        }
+        if self.regex {
+            check_pattern(index, &self.resource)?;
+        }
+        Ok(())
     }
 
     /// The rule as Sentinel JSON (nulls omitted).

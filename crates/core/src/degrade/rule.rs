@@ -213,44 +213,6 @@ impl DegradeRule {
         stat_interval_ms.hash(h);
         regex.hash(h);
     }
-
-    /// Checks the rule; `index` is its position in the list being loaded.
-    pub(crate) fn validate(&self, index: usize) -> Result<(), RuleError> {
-        let err = |field: &str, reason: String| Err(RuleError::invalid(index, field, reason));
-        check_rule_head(index, &self.resource, &self.limit_app, self.count)?;
-        if self.grade == DegradeGrade::ErrorRatio && self.count > 1.0 {
-            return err(
-                "count",
-                format!("must be an error ratio in [0, 1], got {}", self.count),
-            );
-        }
-        if self.time_window == 0 {
-            return err(
-                "timeWindow",
-                "must be > 0 (seconds the breaker stays open)".into(),
-            );
-        }
-        if self.min_request_amount == 0 {
-            return err("minRequestAmount", "must be > 0".into());
-        }
-        if self.stat_interval_ms == 0 {
-            return err("statIntervalMs", "must be > 0".into());
-        }
-        // Checked for every grade: a NaN would make the rule unequal to itself, so that reloading the
-        // same list replaced its breaker, and an infinity would not survive JSON.
-        if (self.grade == DegradeGrade::SlowRequestRatio || !self.slow_ratio_threshold.is_finite())
-            && !(0.0..=1.0).contains(&self.slow_ratio_threshold)
-        {
-            return err(
-                "slowRatioThreshold",
-                format!("must be in [0, 1], got {}", self.slow_ratio_threshold),
-            );
-        }
-        if self.regex {
-            check_pattern(index, &self.resource)?;
-        }
-        Ok(())
-    }
 }
 
 crate::rules::serde_via_fields!(DegradeRule);
@@ -260,10 +222,6 @@ impl SentinelRule for DegradeRule {
 
     fn target(&self) -> Option<(&str, bool)> {
         Some((&self.resource, self.regex))
-    }
-
-    fn check(&self, index: usize) -> Result<(), RuleError> {
-        self.validate(index)
     }
 
     /// The JSON fields of Sentinel's `DegradeRule`.
@@ -316,8 +274,45 @@ impl SentinelRule for DegradeRule {
         rule.stat_interval_ms = positive("statIntervalMs", 1000)?;
         rule.slow_ratio_threshold = f.number("slowRatioThreshold")?.unwrap_or(1.0);
         rule.regex = f.boolean("regex")?.unwrap_or(false);
-        rule.validate(f.index())?;
         Ok(rule)
+    }
+
+    /// Checks the rule; `index` is its position in the list being loaded.
+    fn check(&self, index: usize) -> Result<(), RuleError> {
+        let err = |field: &str, reason: String| Err(RuleError::invalid(index, field, reason));
+        check_rule_head(index, &self.resource, &self.limit_app, self.count)?;
+        if self.grade == DegradeGrade::ErrorRatio && self.count > 1.0 {
+            return err(
+                "count",
+                format!("must be an error ratio in [0, 1], got {}", self.count),
+            );
+        }
+        if self.time_window == 0 {
+            return err(
+                "timeWindow",
+                "must be > 0 (seconds the breaker stays open)".into(),
+            );
+        }
+        if self.min_request_amount == 0 {
+            return err("minRequestAmount", "must be > 0".into());
+        }
+        if self.stat_interval_ms == 0 {
+            return err("statIntervalMs", "must be > 0".into());
+        }
+        // Checked for every grade: a NaN would make the rule unequal to itself, so that reloading the
+        // same list replaced its breaker, and an infinity would not survive JSON.
+        if (self.grade == DegradeGrade::SlowRequestRatio || !self.slow_ratio_threshold.is_finite())
+            && !(0.0..=1.0).contains(&self.slow_ratio_threshold)
+        {
+            return err(
+                "slowRatioThreshold",
+                format!("must be in [0, 1], got {}", self.slow_ratio_threshold),
+            );
+        }
+        if self.regex {
+            check_pattern(index, &self.resource)?;
+        }
+        Ok(())
     }
 
     /// The rule as Sentinel JSON (nulls omitted).

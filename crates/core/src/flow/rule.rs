@@ -291,64 +291,6 @@ impl FlowRule {
             && *cluster_config == other.cluster_config
             && *regex == other.regex
     }
-
-    /// Checks the rule; `index` is its position in the list being loaded.
-    pub(crate) fn validate(&self, index: usize) -> Result<(), RuleError> {
-        let err = |field: &str, reason: String| Err(RuleError::invalid(index, field, reason));
-        check_rule_head(index, &self.resource, &self.limit_app, self.count)?;
-        if self.strategy != FlowStrategy::Direct
-            && self
-                .ref_resource
-                .as_deref()
-                .is_none_or(|r| r.trim().is_empty())
-        {
-            return err(
-                "refResource",
-                "is required for the relate and chain strategies".into(),
-            );
-        }
-        // A concurrency rule rejects whatever its `controlBehavior` says, as in Sentinel, which checks
-        // the behaviour's fields of QPS rules only (its dashboard keeps a behaviour picked before the
-        // grade was switched: refusing the rule refused the whole push).
-        let behavior = match self.grade {
-            FlowGrade::Qps => self.control_behavior,
-            FlowGrade::Thread => ControlBehavior::Reject,
-        };
-        if matches!(
-            behavior,
-            ControlBehavior::WarmUp | ControlBehavior::WarmUpRateLimiter
-        ) && self.warm_up_period_sec == 0
-        {
-            return err("warmUpPeriodSec", "must be > 0 for warm-up".into());
-        }
-        if self.regex {
-            check_pattern(index, &self.resource)?;
-            if self.cluster_mode || behavior != ControlBehavior::Reject {
-                return err("regex", "regex rules must be local reject rules".into());
-            }
-        }
-        if self.cluster_mode {
-            let Some(c) = &self.cluster_config else {
-                return err("clusterConfig", "is required in cluster mode".into());
-            };
-            check_cluster_fields(
-                index,
-                ClusterFields {
-                    flow_id: c.flow_id,
-                    threshold_type: c.threshold_type,
-                    sample_count: c.sample_count,
-                    window_interval_ms: c.window_interval_ms,
-                },
-            )?;
-            if c.strategy != 0 {
-                return err(
-                    "clusterConfig.strategy",
-                    format!("must be 0, got {}", c.strategy),
-                );
-            }
-        }
-        Ok(())
-    }
 }
 
 crate::rules::serde_via_fields!(FlowRule);
@@ -358,10 +300,6 @@ impl SentinelRule for FlowRule {
 
     fn target(&self) -> Option<(&str, bool)> {
         Some((&self.resource, self.regex))
-    }
-
-    fn check(&self, index: usize) -> Result<(), RuleError> {
-        self.validate(index)
     }
 
     /// The JSON fields of Sentinel's `FlowRule` and its `ClusterFlowConfig`.
@@ -471,8 +409,65 @@ impl SentinelRule for FlowRule {
             })
         })?;
         rule.regex = f.boolean("regex")?.unwrap_or(false);
-        rule.validate(f.index())?;
         Ok(rule)
+    }
+
+    /// Checks the rule; `index` is its position in the list being loaded.
+    fn check(&self, index: usize) -> Result<(), RuleError> {
+        let err = |field: &str, reason: String| Err(RuleError::invalid(index, field, reason));
+        check_rule_head(index, &self.resource, &self.limit_app, self.count)?;
+        if self.strategy != FlowStrategy::Direct
+            && self
+                .ref_resource
+                .as_deref()
+                .is_none_or(|r| r.trim().is_empty())
+        {
+            return err(
+                "refResource",
+                "is required for the relate and chain strategies".into(),
+            );
+        }
+        // A concurrency rule rejects whatever its `controlBehavior` says, as in Sentinel, which checks
+        // the behaviour's fields of QPS rules only (its dashboard keeps a behaviour picked before the
+        // grade was switched: refusing the rule refused the whole push).
+        let behavior = match self.grade {
+            FlowGrade::Qps => self.control_behavior,
+            FlowGrade::Thread => ControlBehavior::Reject,
+        };
+        if matches!(
+            behavior,
+            ControlBehavior::WarmUp | ControlBehavior::WarmUpRateLimiter
+        ) && self.warm_up_period_sec == 0
+        {
+            return err("warmUpPeriodSec", "must be > 0 for warm-up".into());
+        }
+        if self.regex {
+            check_pattern(index, &self.resource)?;
+            if self.cluster_mode || behavior != ControlBehavior::Reject {
+                return err("regex", "regex rules must be local reject rules".into());
+            }
+        }
+        if self.cluster_mode {
+            let Some(c) = &self.cluster_config else {
+                return err("clusterConfig", "is required in cluster mode".into());
+            };
+            check_cluster_fields(
+                index,
+                ClusterFields {
+                    flow_id: c.flow_id,
+                    threshold_type: c.threshold_type,
+                    sample_count: c.sample_count,
+                    window_interval_ms: c.window_interval_ms,
+                },
+            )?;
+            if c.strategy != 0 {
+                return err(
+                    "clusterConfig.strategy",
+                    format!("must be 0, got {}", c.strategy),
+                );
+            }
+        }
+        Ok(())
     }
 
     /// The rule as Sentinel JSON (nulls omitted).

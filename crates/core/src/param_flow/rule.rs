@@ -565,7 +565,6 @@ impl SentinelRule for ParamFlowRule {
             })
         })?;
         rule.regex = f.boolean("regex")?.unwrap_or(false);
-        rule.validate(f.index())?;
         Ok(rule)
     }
 

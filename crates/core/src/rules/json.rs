@@ -90,11 +90,6 @@ impl<'a> RuleFields<'a> {
         }
     }
 
-    /// The rule's index in its list.
-    pub(crate) fn index(&self) -> usize {
-        self.index
-    }
-
     /// The full path of `field` (with the prefix of a nested object).
     pub(crate) fn path(&self, field: &str) -> String {
         if self.prefix.is_empty() {

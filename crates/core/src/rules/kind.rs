@@ -36,7 +36,7 @@ pub(crate) trait SentinelRule:
     /// rules and on the rules of one resource apply.
     const NAMES_RESOURCES: bool = true;
 
-    /// Reads a rule from Sentinel JSON (and checks it, so that the error names the field).
+    /// Reads a rule from Sentinel JSON, unchecked ([`read_rule`] reads and checks it).
     fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError>;
 
     /// The rule as Sentinel JSON (nulls omitted).
@@ -294,16 +294,27 @@ impl<K: RuleKind> RuleSet<K> {
 }
 
 /// Rule `index` of a list parsed from `item` (an object, or its error), and a warning for each of its
-/// unknown fields (noted while the object is at hand: a pass of its own cost a fifth of a load of
-/// small rules).
+/// unknown fields.
 fn parse_item<K: RuleKind>(
     index: usize,
     item: &RuleItem,
     warnings: &mut Vec<RuleWarning>,
 ) -> Result<Rule<K>, RuleError> {
-    let map = item.as_ref().map_err(Clone::clone)?;
-    <Rule<K>>::FIELDS.unknown(index, map, warnings);
-    <Rule<K>>::from_fields(RuleFields::new(index, map))
+    read_rule(index, item.as_ref().map_err(Clone::clone)?, warnings)
+}
+
+/// Rule `index` of a list read from its JSON object `map` and checked, so that the error names the
+/// field, and a warning for each of its unknown fields (noted while the object is at hand: a pass of
+/// its own cost a fifth of a load of small rules).
+pub(crate) fn read_rule<R: SentinelRule>(
+    index: usize,
+    map: &Map<String, Value>,
+    warnings: &mut Vec<RuleWarning>,
+) -> Result<R, RuleError> {
+    R::FIELDS.unknown(index, map, warnings);
+    let rule = R::from_fields(RuleFields::new(index, map))?;
+    rule.check(index)?;
+    Ok(rule)
 }
 
 /// Logs the warnings of a load of `rule_type` (see `Floodgate::load_rules_json`).

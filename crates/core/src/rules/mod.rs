@@ -46,6 +46,7 @@ pub(crate) use json::{
 };
 pub(crate) use kind::{
     AnyRuleSet, CheckedList, CompiledRules, Rule, RuleKind, RuleSet, SentinelRule, pattern,
+    read_rule,
 };
 #[cfg(test)]
 pub(crate) use pattern::whole_name_regex;

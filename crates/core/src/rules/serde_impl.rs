@@ -7,7 +7,7 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use super::{RuleError, RuleFields, RuleWarning, SentinelRule};
+use super::{RuleError, RuleWarning, SentinelRule, read_rule};
 
 /// Writes `rule` as its Sentinel JSON object.
 pub(crate) fn serialize_rule<R: SentinelRule, S: Serializer>(
@@ -23,7 +23,7 @@ pub(crate) fn deserialize_rule<'de, R: SentinelRule, D: Deserializer<'de>>(
 ) -> Result<R, D::Error> {
     let map = Map::<String, Value>::deserialize(deserializer)?;
     let mut warnings = Vec::new();
-    R::FIELDS.unknown(0, &map, &mut warnings);
+    let rule = read_rule::<R>(0, &map, &mut warnings);
     for RuleWarning::UnknownField { field, .. } in &warnings {
         tracing::warn!(
             target: "floodgate::rules",
@@ -31,7 +31,7 @@ pub(crate) fn deserialize_rule<'de, R: SentinelRule, D: Deserializer<'de>>(
             "unknown field `{field}` (ignored)"
         );
     }
-    R::from_fields(RuleFields::new(0, &map)).map_err(|error| match error {
+    rule.map_err(|error| match error {
         RuleError::Invalid { field, reason, .. } => D::Error::custom(format!("`{field}` {reason}")),
         other => D::Error::custom(other),
     })

@@ -87,9 +87,66 @@ impl SystemRule {
         self.id = Some(id);
         self
     }
+}
+
+crate::rules::serde_via_fields!(SystemRule);
+
+impl SentinelRule for SystemRule {
+    const TYPE: RuleType = RuleType::System;
+
+    /// System rules protect the whole process: they name no resource.
+    const NAMES_RESOURCES: bool = false;
+
+    fn target(&self) -> Option<(&str, bool)> {
+        None
+    }
+
+    /// The JSON fields of Sentinel's `SystemRule` (which has a rule's `resource`, `limitApp` and
+    /// `regex` too, and ignores them).
+    const FIELDS: Fields = Fields::new(
+        &[
+            "id",
+            "resource",
+            "limitApp",
+            "regex",
+            "highestSystemLoad",
+            "highestCpuUsage",
+            "qps",
+            "avgRt",
+            "maxThread",
+        ],
+        &[],
+    );
+
+    /// Reads a rule from Sentinel JSON: `-1` or an absent field is unset; another negative value is an
+    /// error.
+    fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {
+        let number = |field: &str| -> Result<Option<f64>, RuleError> {
+            match f.number(field)? {
+                Some(-1.0) => Ok(None),
+                v => Ok(v),
+            }
+        };
+        let whole = |field: &str| -> Result<Option<u64>, RuleError> {
+            match f.integer(field)? {
+                None | Some(-1) => Ok(None),
+                Some(v) => u64::try_from(v)
+                    .map(Some)
+                    .map_err(|_| f.error(field, format!("must be ≥ 0, or -1 for unset, got {v}"))),
+            }
+        };
+        Ok(SystemRule {
+            id: f.integer("id")?,
+            highest_system_load: number("highestSystemLoad")?,
+            highest_cpu_usage: number("highestCpuUsage")?,
+            qps: number("qps")?,
+            avg_rt: whole("avgRt")?,
+            max_thread: whole("maxThread")?,
+        })
+    }
 
     /// Checks the rule; `index` is its position in the list being loaded.
-    pub(crate) fn validate(&self, index: usize) -> Result<(), RuleError> {
+    fn check(&self, index: usize) -> Result<(), RuleError> {
         let fields = [
             ("highestSystemLoad", self.highest_system_load),
             ("highestCpuUsage", self.highest_cpu_usage),
@@ -147,69 +204,6 @@ impl SystemRule {
             ));
         }
         Ok(())
-    }
-}
-
-crate::rules::serde_via_fields!(SystemRule);
-
-impl SentinelRule for SystemRule {
-    const TYPE: RuleType = RuleType::System;
-
-    /// System rules protect the whole process: they name no resource.
-    const NAMES_RESOURCES: bool = false;
-
-    fn target(&self) -> Option<(&str, bool)> {
-        None
-    }
-
-    fn check(&self, index: usize) -> Result<(), RuleError> {
-        self.validate(index)
-    }
-
-    /// The JSON fields of Sentinel's `SystemRule` (which has a rule's `resource`, `limitApp` and
-    /// `regex` too, and ignores them).
-    const FIELDS: Fields = Fields::new(
-        &[
-            "id",
-            "resource",
-            "limitApp",
-            "regex",
-            "highestSystemLoad",
-            "highestCpuUsage",
-            "qps",
-            "avgRt",
-            "maxThread",
-        ],
-        &[],
-    );
-
-    /// Reads a rule from Sentinel JSON: `-1` or an absent field is unset; another negative value is an
-    /// error.
-    fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {
-        let number = |field: &str| -> Result<Option<f64>, RuleError> {
-            match f.number(field)? {
-                Some(-1.0) => Ok(None),
-                v => Ok(v),
-            }
-        };
-        let whole = |field: &str| -> Result<Option<u64>, RuleError> {
-            match f.integer(field)? {
-                None | Some(-1) => Ok(None),
-                Some(v) => u64::try_from(v)
-                    .map(Some)
-                    .map_err(|_| f.error(field, format!("must be ≥ 0, or -1 for unset, got {v}"))),
-            }
-        };
-        let rule = SystemRule {
-            id: f.integer("id")?,
-            highest_system_load: number("highestSystemLoad")?,
-            highest_cpu_usage: number("highestCpuUsage")?,
-            qps: number("qps")?,
-            avg_rt: whole("avgRt")?,
-            max_thread: whole("maxThread")?,
-        };
-        rule.validate(f.index())?;
-        Ok(rule)
     }
 
     /// The rule as Sentinel JSON: every dimension, `-1` when unset.
