@@ -10,8 +10,8 @@ use std::hash::{Hash, Hasher};
 use serde_json::{Map, Value, json};
 
 use crate::rules::{
-    Fields, RuleError, RuleFields, RuleType, SentinelRule, check_pattern, check_rule_head,
-    hash_f64, rule_head,
+    Fields, Float, RuleError, RuleFields, RuleType, SentinelRule, check_pattern, check_rule_head,
+    rule_head,
 };
 
 /// The resource name of a default rule: it applies to every resource without a degrade rule of its own.
@@ -163,55 +163,45 @@ impl DegradeRule {
         u64::from(self.time_window) * 1000
     }
 
+    /// Every field a breaker uses (all but `id` and `limitApp`), compared with `==` and hashed alike
+    /// (floats as [`Float`]s): one list of the fields that
+    /// [`hash_breaker_fields`](Self::hash_breaker_fields) and
+    /// [`eq_breaker_fields`](Self::eq_breaker_fields) both read.
+    fn breaker_fields(&self) -> impl Hash + PartialEq {
+        let DegradeRule {
+            id: _,
+            resource,
+            limit_app: _,
+            grade,
+            count,
+            time_window,
+            min_request_amount,
+            slow_ratio_threshold,
+            stat_interval_ms,
+            regex,
+        } = self;
+        (
+            resource,
+            grade,
+            Float(*count),
+            time_window,
+            min_request_amount,
+            Float(*slow_ratio_threshold),
+            stat_interval_ms,
+            regex,
+        )
+    }
+
     /// Whether this rule and `other` are equal in every field a breaker uses (all but `id` and
     /// `limitApp`), without copying either.
     pub(crate) fn eq_breaker_fields(&self, other: &DegradeRule) -> bool {
-        let DegradeRule {
-            id: _,
-            resource,
-            limit_app: _,
-            grade,
-            count,
-            time_window,
-            min_request_amount,
-            slow_ratio_threshold,
-            stat_interval_ms,
-            regex,
-        } = self;
-        *resource == other.resource
-            && *grade == other.grade
-            && *count == other.count
-            && *time_window == other.time_window
-            && *min_request_amount == other.min_request_amount
-            && *slow_ratio_threshold == other.slow_ratio_threshold
-            && *stat_interval_ms == other.stat_interval_ms
-            && *regex == other.regex
+        self.breaker_fields() == other.breaker_fields()
     }
 
-    /// Checks the rule; `index` is its position in the list being loaded.
     /// Feeds every field a breaker uses to `h` (all but `id` and `limitApp`), so that rules that differ
     /// only in those hash alike (a reload pairs rules by it).
     pub(crate) fn hash_breaker_fields(&self, h: &mut impl Hasher) {
-        let DegradeRule {
-            id: _,
-            resource,
-            limit_app: _,
-            grade,
-            count,
-            time_window,
-            min_request_amount,
-            slow_ratio_threshold,
-            stat_interval_ms,
-            regex,
-        } = self;
-        resource.hash(h);
-        grade.hash(h);
-        hash_f64(*count, h);
-        time_window.hash(h);
-        min_request_amount.hash(h);
-        hash_f64(*slow_ratio_threshold, h);
-        stat_interval_ms.hash(h);
-        regex.hash(h);
+        self.breaker_fields().hash(h);
     }
 }
 

@@ -5,8 +5,8 @@ use std::hash::{Hash, Hasher};
 use serde_json::{Map, Value, json};
 
 use crate::rules::{
-    ClusterFields, Fields, RuleError, RuleFields, RuleType, SentinelRule, check_cluster_fields,
-    check_pattern, check_rule_head, hash_f64, rule_head,
+    ClusterFields, Fields, Float, RuleError, RuleFields, RuleType, SentinelRule,
+    check_cluster_fields, check_pattern, check_rule_head, rule_head,
 };
 
 /// What a flow rule counts.
@@ -229,9 +229,10 @@ impl FlowRule {
         self
     }
 
-    /// Feeds every field but `id` to `h`, so that rules equal but for their id hash alike (a reload
-    /// pairs rules by it).
-    pub(crate) fn hash_without_id(&self, h: &mut impl Hasher) {
+    /// Every field but `id`, compared with `==` and hashed alike (floats as [`Float`]s): one list of
+    /// the fields that [`hash_without_id`](Self::hash_without_id) and [`eq_but_id`](Self::eq_but_id)
+    /// both read.
+    fn without_id(&self) -> impl Hash + PartialEq {
         let FlowRule {
             id: _,
             resource,
@@ -247,49 +248,31 @@ impl FlowRule {
             cluster_config,
             regex,
         } = self;
-        resource.hash(h);
-        limit_app.hash(h);
-        grade.hash(h);
-        hash_f64(*count, h);
-        strategy.hash(h);
-        ref_resource.hash(h);
-        control_behavior.hash(h);
-        warm_up_period_sec.hash(h);
-        max_queueing_time_ms.hash(h);
-        cluster_mode.hash(h);
-        cluster_config.hash(h);
-        regex.hash(h);
+        (
+            resource,
+            limit_app,
+            grade,
+            Float(*count),
+            strategy,
+            ref_resource,
+            control_behavior,
+            warm_up_period_sec,
+            max_queueing_time_ms,
+            cluster_mode,
+            cluster_config,
+            regex,
+        )
+    }
+
+    /// Feeds every field but `id` to `h`, so that rules equal but for their id hash alike (a reload
+    /// pairs rules by it).
+    pub(crate) fn hash_without_id(&self, h: &mut impl Hasher) {
+        self.without_id().hash(h);
     }
 
     /// Whether this rule and `other` are equal but for their ids (without copying either).
     pub(crate) fn eq_but_id(&self, other: &FlowRule) -> bool {
-        let FlowRule {
-            id: _,
-            resource,
-            limit_app,
-            grade,
-            count,
-            strategy,
-            ref_resource,
-            control_behavior,
-            warm_up_period_sec,
-            max_queueing_time_ms,
-            cluster_mode,
-            cluster_config,
-            regex,
-        } = self;
-        *resource == other.resource
-            && *limit_app == other.limit_app
-            && *grade == other.grade
-            && *count == other.count
-            && *strategy == other.strategy
-            && *ref_resource == other.ref_resource
-            && *control_behavior == other.control_behavior
-            && *warm_up_period_sec == other.warm_up_period_sec
-            && *max_queueing_time_ms == other.max_queueing_time_ms
-            && *cluster_mode == other.cluster_mode
-            && *cluster_config == other.cluster_config
-            && *regex == other.regex
+        self.without_id() == other.without_id()
     }
 }
 

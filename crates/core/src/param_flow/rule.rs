@@ -14,8 +14,8 @@ use serde_json::{Map, Value, json};
 use crate::flow::{ControlBehavior, FlowGrade};
 use crate::param::{ParamValue, StoredValue};
 use crate::rules::{
-    ClusterFields, Fields, Firsts, RuleError, RuleFields, RuleHasher, RuleType, SentinelRule,
-    check_cluster_fields, check_pattern, check_rule_head, hash_f64, rule_head,
+    ClusterFields, Fields, Firsts, Float, RuleError, RuleFields, RuleHasher, RuleType,
+    SentinelRule, check_cluster_fields, check_pattern, check_rule_head, rule_head,
 };
 
 /// A value with its own threshold (Sentinel's `ParamFlowItem`).
@@ -290,9 +290,10 @@ impl ParamFlowRule {
         self.grade == FlowGrade::Qps && self.control_behavior == ControlBehavior::RateLimiter
     }
 
-    /// Feeds every field but `id` to `h`, so that rules equal but for their id hash alike (a reload
-    /// pairs rules by it).
-    pub(crate) fn hash_without_id(&self, h: &mut impl Hasher) {
+    /// Every field but `id`, compared with `==` and hashed alike (floats as [`Float`]s): one list of
+    /// the fields that [`hash_without_id`](Self::hash_without_id) and [`eq_but_id`](Self::eq_but_id)
+    /// both read.
+    fn without_id(&self) -> impl Hash + PartialEq {
         let ParamFlowRule {
             id: _,
             resource,
@@ -309,52 +310,31 @@ impl ParamFlowRule {
             cluster_config,
             regex,
         } = self;
-        resource.hash(h);
-        limit_app.hash(h);
-        grade.hash(h);
-        param_idx.hash(h);
-        hash_f64(*count, h);
-        control_behavior.hash(h);
-        max_queueing_time_ms.hash(h);
-        burst_count.hash(h);
-        duration_in_sec.hash(h);
-        param_flow_item_list.hash(h);
-        cluster_mode.hash(h);
-        cluster_config.hash(h);
-        regex.hash(h);
+        // Two tuples: the standard traits stop at twelve elements.
+        (
+            (resource, limit_app, grade, param_idx, Float(*count)),
+            (
+                control_behavior,
+                max_queueing_time_ms,
+                burst_count,
+                duration_in_sec,
+                param_flow_item_list,
+                cluster_mode,
+                cluster_config,
+                regex,
+            ),
+        )
+    }
+
+    /// Feeds every field but `id` to `h`, so that rules equal but for their id hash alike (a reload
+    /// pairs rules by it).
+    pub(crate) fn hash_without_id(&self, h: &mut impl Hasher) {
+        self.without_id().hash(h);
     }
 
     /// Whether this rule and `other` are equal but for their ids (without copying either).
     pub(crate) fn eq_but_id(&self, other: &ParamFlowRule) -> bool {
-        let ParamFlowRule {
-            id: _,
-            resource,
-            limit_app,
-            grade,
-            param_idx,
-            count,
-            control_behavior,
-            max_queueing_time_ms,
-            burst_count,
-            duration_in_sec,
-            param_flow_item_list,
-            cluster_mode,
-            cluster_config,
-            regex,
-        } = self;
-        *resource == other.resource
-            && *limit_app == other.limit_app
-            && *grade == other.grade
-            && *param_idx == other.param_idx
-            && *count == other.count
-            && *control_behavior == other.control_behavior
-            && *max_queueing_time_ms == other.max_queueing_time_ms
-            && *burst_count == other.burst_count
-            && *duration_in_sec == other.duration_in_sec
-            && *param_flow_item_list == other.param_flow_item_list
-            && *cluster_mode == other.cluster_mode
-            && *cluster_config == other.cluster_config
-            && *regex == other.regex
+        self.without_id() == other.without_id()
     }
 
     /// Feeds what identifies the values a THREAD rule counts (resource, argument, exception items) to

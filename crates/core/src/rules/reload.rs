@@ -38,9 +38,26 @@ impl RuleHasher {
 
 /// Feeds a float to `h` as `==` compares it: `0.0` and `-0.0` alike (a NaN is equal to nothing, so
 /// how it hashes does not matter).
-pub(crate) fn hash_f64(x: f64, h: &mut impl Hasher) {
+fn hash_f64(x: f64, h: &mut impl Hasher) {
     let bits = if x == 0.0 { 0 } else { x.to_bits() };
     bits.hash(h);
+}
+
+/// A float field of a rule, compared with `==` and hashed alike: a tuple of a rule's fields (floats
+/// wrapped in it) both compares and hashes them, so that one list of the fields serves both.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Float(pub(crate) f64);
+
+impl PartialEq for Float {
+    fn eq(&self, other: &Float) -> bool {
+        self.0 == other.0
+    }
+}
+
+impl Hash for Float {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        hash_f64(self.0, h);
+    }
 }
 
 /// A relation between old states and new rules, with a hash of each side that is equal whenever the
