@@ -17,7 +17,6 @@
 //! Readers (every entry) load the snapshot without a lock and find a resource's breakers by its id in a
 //! table the snapshot fills on the resource's first entry.
 
-use std::hash::Hash;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -29,7 +28,7 @@ use super::rule::DegradeRule;
 use crate::keyed_hash::{KeyedMap, keyed_map};
 use crate::registry::Resource;
 use crate::rules::{
-    CompiledRules, HoldsRule, ResourceTable, RuleHasher, RuleIndex, RuleKind, RulePairing,
+    CompiledRules, FieldHasher, HoldsRule, ResourceTable, RuleIndex, RuleKind, Similar,
     carry_over_rules,
 };
 
@@ -246,23 +245,15 @@ impl RuleKind for DegradeKind {
         rules: Vec<DegradeRule>,
         patterns: Vec<Option<Regex>>,
     ) -> DegradeSnapshot {
-        let hasher = RuleHasher::new();
         let in_order = carry_over_rules(
             &old.in_order,
             rules,
             |r| r,
-            RulePairing {
-                every_field: |r: &DegradeRule| {
-                    hasher.hash(|h| {
-                        r.id.hash(h);
-                        r.limit_app.hash(h);
-                        r.hash_breaker_fields(h);
-                    })
-                },
-                // Only the presentation differs (`id`; `limitApp`, which breakers ignore): an open
-                // breaker must not close because a dashboard renumbered its rules.
-                similar_fields: |r: &DegradeRule| hasher.hash(|h| r.hash_breaker_fields(h)),
-                similar: DegradeRule::eq_breaker_fields,
+            // Only the presentation differs (`id`; `limitApp`, which breakers ignore): an open
+            // breaker must not close because a dashboard renumbered its rules.
+            Similar {
+                fields: |r: &DegradeRule, h: &mut FieldHasher| r.hash_breaker_fields(h),
+                holds: DegradeRule::eq_breaker_fields,
             },
             |rule, similar| match similar {
                 Some(old) => RuleState::carried(rule, &self.observers, old),

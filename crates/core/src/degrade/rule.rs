@@ -10,8 +10,8 @@ use std::hash::{Hash, Hasher};
 use serde_json::{Map, Value, json};
 
 use crate::rules::{
-    Fields, Float, RuleError, RuleFields, RuleType, SentinelRule, check_pattern, check_rule_head,
-    rule_head,
+    Fields, Float, HashRule, RuleError, RuleFields, RuleType, SentinelRule, check_pattern,
+    check_rule_head, rule_head,
 };
 
 /// The resource name of a default rule: it applies to every resource without a degrade rule of its own.
@@ -206,6 +206,12 @@ impl DegradeRule {
 }
 
 crate::rules::serde_via_fields!(DegradeRule);
+
+impl HashRule for DegradeRule {
+    fn hash_rule<H: Hasher>(&self, h: &mut H) {
+        (self.id, &self.limit_app, self.breaker_fields()).hash(h);
+    }
+}
 
 impl SentinelRule for DegradeRule {
     const TYPE: RuleType = RuleType::Degrade;

@@ -11,7 +11,6 @@
 //! dashboard numbering its rules afresh) starts from a copy of that controller's state
 //! (`a_rule_reloaded_with_only_its_id_changed_keeps_its_warmth`). Loading the list in force is a no-op.
 
-use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,7 +25,7 @@ use crate::keyed_hash::KeyedMap;
 use crate::registry::Resource;
 
 use crate::rules::{
-    CompiledRules, HoldsRule, ResourceTable, RuleHasher, RuleIndex, RuleKind, RulePairing,
+    CompiledRules, FieldHasher, HoldsRule, ResourceTable, RuleIndex, RuleKind, Similar,
     carry_over_rules,
 };
 
@@ -304,22 +303,15 @@ impl RuleKind for FlowKind {
         rules: Vec<FlowRule>,
         patterns: Vec<Option<Regex>>,
     ) -> FlowSnapshot {
-        let hasher = RuleHasher::new();
         let in_order = carry_over_rules(
             &old.in_order,
             rules,
             |r| r,
-            RulePairing {
-                every_field: |r: &FlowRule| {
-                    hasher.hash(|h| {
-                        r.id.hash(h);
-                        r.hash_without_id(h);
-                    })
-                },
-                // Only the id differs: a dashboard that numbers its rules afresh (after a restart)
-                // must not send warm-up back to cold or drop pacing reservations.
-                similar_fields: |r: &FlowRule| hasher.hash(|h| r.hash_without_id(h)),
-                similar: |old: &FlowRule, new: &FlowRule| old.id != new.id && old.eq_but_id(new),
+            // Only the id differs: a dashboard that numbers its rules afresh (after a restart) must
+            // not send warm-up back to cold or drop pacing reservations.
+            Similar {
+                fields: |r: &FlowRule, h: &mut FieldHasher| r.hash_without_id(h),
+                holds: |old: &FlowRule, new: &FlowRule| old.id != new.id && old.eq_but_id(new),
             },
             |rule, similar| self.state(rule, similar),
         );

@@ -5,7 +5,7 @@ use std::hash::{Hash, Hasher};
 use serde_json::{Map, Value, json};
 
 use crate::rules::{
-    ClusterFields, Fields, Float, RuleError, RuleFields, RuleType, SentinelRule,
+    ClusterFields, Fields, Float, HashRule, RuleError, RuleFields, RuleType, SentinelRule,
     check_cluster_fields, check_pattern, check_rule_head, rule_head,
 };
 
@@ -277,6 +277,12 @@ impl FlowRule {
 }
 
 crate::rules::serde_via_fields!(FlowRule);
+
+impl HashRule for FlowRule {
+    fn hash_rule<H: Hasher>(&self, h: &mut H) {
+        (self.id, self.without_id()).hash(h);
+    }
+}
 
 impl SentinelRule for FlowRule {
     const TYPE: RuleType = RuleType::Flow;

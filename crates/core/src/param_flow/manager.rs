@@ -30,7 +30,7 @@ use crate::param::{ParamValue, StoredValue};
 use crate::registry::Resource;
 use crate::rules::{
     CheckedList, CompiledRules, HoldsRule, ResourceTable, RuleError, RuleHasher, RuleIndex,
-    RuleKind, RulePairing, all_or_errors, carry_over_rules, first_of_each, pattern,
+    RuleKind, Similar, all_or_errors, carry_over_rules, first_of_each, pattern,
 };
 
 /// Token buckets count in ms (Sentinel's windows); pacing counts in ns, so that rates above a thousand
@@ -452,14 +452,6 @@ impl ParamFlowKind {
     }
 }
 
-/// The hash of every field of a rule, `id` included.
-fn every_field(hasher: &RuleHasher, r: &ParamFlowRule) -> u64 {
-    hasher.hash(|h| {
-        r.id.hash(h);
-        r.hash_without_id(h);
-    })
-}
-
 impl CheckedList<ParamFlowRule> for CheckedRules {
     /// Every rule is valid; exact duplicates are dropped (Sentinel keeps rules in a set).
     fn check(rules: Vec<ParamFlowRule>) -> Result<Self, RuleError> {
@@ -472,7 +464,7 @@ impl CheckedList<ParamFlowRule> for CheckedRules {
         let hasher = RuleHasher::new();
         let firsts = first_of_each(
             &validated,
-            |(_, r)| every_field(&hasher, r),
+            |(_, r)| hasher.hash_rule(r),
             |(_, a), (_, b)| a == b,
         );
         let mut checked = CheckedRules {
@@ -511,15 +503,13 @@ impl RuleKind for ParamFlowKind {
         patterns: Vec<Option<Regex>>,
     ) -> ParamSnapshot {
         let generation = old.generation + 1;
-        let hasher = RuleHasher::new();
         let in_order = carry_over_rules(
             &old.in_order,
             checked.rules,
             |(r, _): &Parsed| r,
-            RulePairing {
-                every_field: |r: &ParamFlowRule| every_field(&hasher, r),
-                similar_fields: |r: &ParamFlowRule| hasher.hash(|h| hash_successor_fields(r, h)),
-                similar: |old: &ParamFlowRule, new: &ParamFlowRule| succeeds(new, old),
+            Similar {
+                fields: hash_successor_fields,
+                holds: |old: &ParamFlowRule, new: &ParamFlowRule| succeeds(new, old),
             },
             |(rule, items), similar| {
                 ParamRuleState::new(

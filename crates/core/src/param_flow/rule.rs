@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 use crate::flow::{ControlBehavior, FlowGrade};
 use crate::param::{ParamValue, StoredValue};
 use crate::rules::{
-    ClusterFields, Fields, Firsts, Float, RuleError, RuleFields, RuleHasher, RuleType,
+    ClusterFields, Fields, Firsts, Float, HashRule, RuleError, RuleFields, RuleHasher, RuleType,
     SentinelRule, check_cluster_fields, check_pattern, check_rule_head, rule_head,
 };
 
@@ -413,6 +413,12 @@ impl ParamFlowRule {
 }
 
 crate::rules::serde_via_fields!(ParamFlowRule);
+
+impl HashRule for ParamFlowRule {
+    fn hash_rule<H: Hasher>(&self, h: &mut H) {
+        (self.id, self.without_id()).hash(h);
+    }
+}
 
 impl SentinelRule for ParamFlowRule {
     const TYPE: RuleType = RuleType::ParamFlow;

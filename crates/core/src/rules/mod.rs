@@ -53,7 +53,8 @@ pub(crate) use pattern::whole_name_regex;
 pub(crate) use pattern::{check_pattern, check_regex_count, compile_patterns};
 pub(crate) use published::Published;
 pub(crate) use reload::{
-    Firsts, Float, HoldsRule, RuleHasher, RulePairing, carry_over_rules, first_of_each,
+    FieldHasher, Firsts, Float, HashRule, HoldsRule, RuleHasher, Similar, carry_over_rules,
+    first_of_each,
 };
 pub(crate) use resource_table::ResourceTable;
 pub(crate) use rule_index::{RuleIndex, applicable, push_matching};

@@ -26,13 +26,15 @@ impl RuleHasher {
     }
 
     /// The hash of what `feed` writes.
-    pub(crate) fn hash(
-        &self,
-        feed: impl FnOnce(&mut <SeedableRandomState as BuildHasher>::Hasher),
-    ) -> u64 {
+    pub(crate) fn hash(&self, feed: impl FnOnce(&mut FieldHasher)) -> u64 {
         let mut h = self.0.build_hasher();
         feed(&mut h);
         h.finish()
+    }
+
+    /// The hash of every field of `rule`.
+    pub(crate) fn hash_rule(&self, rule: &impl HashRule) -> u64 {
+        self.hash(|h| rule.hash_rule(h))
     }
 }
 
@@ -162,40 +164,42 @@ pub(crate) fn carry_over<T, S>(
         .collect()
 }
 
+/// The hasher [`RuleHasher::hash`] feeds.
+pub(crate) type FieldHasher = <SeedableRandomState as BuildHasher>::Hasher;
+
+/// A rule type that a reload pairs by hashes of its fields.
+pub(crate) trait HashRule: PartialEq {
+    /// Feeds every field to `h`, so that equal rules hash alike.
+    fn hash_rule<H: Hasher>(&self, h: &mut H);
+}
+
 /// A rule's state, holding its rule.
 pub(crate) trait HoldsRule {
-    type Rule: PartialEq;
+    type Rule: HashRule;
 
     fn rule(&self) -> &Self::Rule;
 }
 
-/// How [`carry_over_rules`] pairs old rules with new ones: by `every_field` (the hash of every field)
-/// for equal rules, by `similar_fields` and `similar(old, new)` for similar ones.
+/// How [`carry_over_rules`] tells a similar rule (the same rule but for its presentation): `holds(old,
+/// new)`, backed by what `fields` feeds a hasher (equal whenever `holds` holds).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct RulePairing<E, H, M> {
-    pub(crate) every_field: E,
-    pub(crate) similar_fields: H,
-    pub(crate) similar: M,
+pub(crate) struct Similar<F, M> {
+    pub(crate) fields: F,
+    pub(crate) holds: M,
 }
 
 /// [`carry_over`] of rule states: a new item (whose rule `rule_of` gives) keeps the state of an equal
-/// rule in force, or gets a `fresh` one made with the state of a similar rule when there is one.
+/// rule in force, or gets a `fresh` one made with the state of a `similar` rule when there is one.
 pub(crate) fn carry_over_rules<T, S: HoldsRule>(
     old: &[Arc<S>],
     new: Vec<T>,
     rule_of: impl Fn(&T) -> &S::Rule,
-    pairing: RulePairing<
-        impl Fn(&S::Rule) -> u64,
-        impl Fn(&S::Rule) -> u64,
-        impl Fn(&S::Rule, &S::Rule) -> bool,
-    >,
+    similar: Similar<impl Fn(&S::Rule, &mut FieldHasher), impl Fn(&S::Rule, &S::Rule) -> bool>,
     fresh: impl FnMut(T, Option<&S>) -> S,
 ) -> Vec<Arc<S>> {
-    let RulePairing {
-        every_field,
-        similar_fields,
-        similar,
-    } = pairing;
+    let hasher = RuleHasher::new();
+    let every_field = |r: &S::Rule| hasher.hash_rule(r);
+    let similar_fields = |r: &S::Rule| hasher.hash(|h| (similar.fields)(r, h));
     carry_over(
         old,
         new,
@@ -207,7 +211,7 @@ pub(crate) fn carry_over_rules<T, S: HoldsRule>(
         Pairing {
             state: |s: &S| similar_fields(s.rule()),
             rule: |t: &T| similar_fields(rule_of(t)),
-            holds: |s: &S, t: &T| similar(s.rule(), rule_of(t)),
+            holds: |s: &S, t: &T| (similar.holds)(s.rule(), rule_of(t)),
         },
         fresh,
     )
