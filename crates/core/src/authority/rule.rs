@@ -83,18 +83,6 @@ impl AuthorityRule {
         Self::new(resource, limit_app, AuthorityStrategy::Black)
     }
 
-    /// Makes `resource` a regular expression (matched against the whole resource name).
-    pub fn regex(mut self) -> Self {
-        self.regex = true;
-        self
-    }
-
-    /// Sets the id.
-    pub fn id(mut self, id: i64) -> Self {
-        self.id = Some(id);
-        self
-    }
-
     /// Whether `origin` is one of the comma-separated tokens of `limit_app` (exact comparison).
     pub fn lists(&self, origin: &str) -> bool {
         self.limit_app.split(',').any(|app| app == origin)
@@ -123,6 +111,15 @@ impl AuthorityRule {
             AuthorityStrategy::White => self.lists(origin),
             AuthorityStrategy::Black => !self.lists(origin),
         }
+    }
+}
+
+crate::rules::rule_setters! {
+    AuthorityRule {
+        /// Makes `resource` a regular expression (matched against the whole resource name).
+        regex() = true;
+        /// Sets the id.
+        id(id: i64) = Some(id);
     }
 }
 

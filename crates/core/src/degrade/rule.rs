@@ -111,48 +111,6 @@ impl DegradeRule {
         DegradeRule::new(resource, DegradeGrade::ErrorCount, count)
     }
 
-    /// Sets how long the breaker stays open, in seconds.
-    pub fn time_window(mut self, seconds: u32) -> Self {
-        self.time_window = seconds;
-        self
-    }
-
-    /// Sets the calls a window must hold before it is judged.
-    pub fn min_request_amount(mut self, amount: u32) -> Self {
-        self.min_request_amount = amount;
-        self
-    }
-
-    /// Sets the slow-call share above which a slow-request-ratio breaker opens.
-    pub fn slow_ratio_threshold(mut self, threshold: f64) -> Self {
-        self.slow_ratio_threshold = threshold;
-        self
-    }
-
-    /// Sets the statistics window in ms.
-    pub fn stat_interval_ms(mut self, ms: u32) -> Self {
-        self.stat_interval_ms = ms;
-        self
-    }
-
-    /// Sets the caller the rule is meant for.
-    pub fn limit_app(mut self, limit_app: impl Into<String>) -> Self {
-        self.limit_app = limit_app.into();
-        self
-    }
-
-    /// Makes `resource` a regular expression.
-    pub fn regex(mut self) -> Self {
-        self.regex = true;
-        self
-    }
-
-    /// Sets the id.
-    pub fn id(mut self, id: i64) -> Self {
-        self.id = Some(id);
-        self
-    }
-
     /// Whether this is a default rule (resource `"*"`), applied to resources without rules of their own.
     pub fn is_default(&self) -> bool {
         !self.regex && self.resource == DEFAULT_DEGRADE_RESOURCE
@@ -202,6 +160,25 @@ impl DegradeRule {
     /// only in those hash alike (a reload pairs rules by it).
     pub(crate) fn hash_breaker_fields(&self, h: &mut impl Hasher) {
         self.breaker_fields().hash(h);
+    }
+}
+
+crate::rules::rule_setters! {
+    DegradeRule {
+        /// Sets how long the breaker stays open, in seconds.
+        time_window(seconds: u32);
+        /// Sets the calls a window must hold before it is judged.
+        min_request_amount(amount: u32);
+        /// Sets the slow-call share above which a slow-request-ratio breaker opens.
+        slow_ratio_threshold(threshold: f64);
+        /// Sets the statistics window in ms.
+        stat_interval_ms(ms: u32);
+        /// Sets the caller the rule is meant for.
+        limit_app(limit_app: impl Into<String>) = limit_app.into();
+        /// Makes `resource` a regular expression.
+        regex() = true;
+        /// Sets the id.
+        id(id: i64) = Some(id);
     }
 }
 

@@ -180,52 +180,10 @@ impl FlowRule {
         }
     }
 
-    /// Sets the grade.
-    pub fn grade(mut self, grade: FlowGrade) -> Self {
-        self.grade = grade;
-        self
-    }
-
-    /// Sets the caller the rule limits.
-    pub fn limit_app(mut self, limit_app: impl Into<String>) -> Self {
-        self.limit_app = limit_app.into();
-        self
-    }
-
     /// Sets the strategy and its reference resource (or context).
     pub fn strategy(mut self, strategy: FlowStrategy, ref_resource: impl Into<String>) -> Self {
         self.strategy = strategy;
         self.ref_resource = Some(ref_resource.into());
-        self
-    }
-
-    /// Sets the control behavior.
-    pub fn control_behavior(mut self, behavior: ControlBehavior) -> Self {
-        self.control_behavior = behavior;
-        self
-    }
-
-    /// Sets the warm-up period.
-    pub fn warm_up_period_sec(mut self, seconds: u32) -> Self {
-        self.warm_up_period_sec = seconds;
-        self
-    }
-
-    /// Sets the longest queueing wait.
-    pub fn max_queueing_time_ms(mut self, ms: u32) -> Self {
-        self.max_queueing_time_ms = ms;
-        self
-    }
-
-    /// Makes `resource` a regular expression.
-    pub fn regex(mut self) -> Self {
-        self.regex = true;
-        self
-    }
-
-    /// Sets the id.
-    pub fn id(mut self, id: i64) -> Self {
-        self.id = Some(id);
         self
     }
 
@@ -273,6 +231,25 @@ impl FlowRule {
     /// Whether this rule and `other` are equal but for their ids (without copying either).
     pub(crate) fn eq_but_id(&self, other: &FlowRule) -> bool {
         self.without_id() == other.without_id()
+    }
+}
+
+crate::rules::rule_setters! {
+    FlowRule {
+        /// Sets the grade.
+        grade(grade: FlowGrade);
+        /// Sets the caller the rule limits.
+        limit_app(limit_app: impl Into<String>) = limit_app.into();
+        /// Sets the control behavior.
+        control_behavior(behavior: ControlBehavior);
+        /// Sets the warm-up period.
+        warm_up_period_sec(seconds: u32);
+        /// Sets the longest queueing wait.
+        max_queueing_time_ms(ms: u32);
+        /// Makes `resource` a regular expression.
+        regex() = true;
+        /// Sets the id.
+        id(id: i64) = Some(id);
     }
 }
 

@@ -236,51 +236,9 @@ impl ParamFlowRule {
         }
     }
 
-    /// Sets the grade.
-    pub fn grade(mut self, grade: FlowGrade) -> Self {
-        self.grade = grade;
-        self
-    }
-
-    /// Sets the control behavior (`Reject` or `RateLimiter`).
-    pub fn control_behavior(mut self, behavior: ControlBehavior) -> Self {
-        self.control_behavior = behavior;
-        self
-    }
-
-    /// Sets the longest queueing wait of the rate limiter.
-    pub fn max_queueing_time_ms(mut self, ms: u32) -> Self {
-        self.max_queueing_time_ms = ms;
-        self
-    }
-
-    /// Sets the burst.
-    pub fn burst_count(mut self, burst: u32) -> Self {
-        self.burst_count = burst;
-        self
-    }
-
-    /// Sets the window length in seconds.
-    pub fn duration_in_sec(mut self, seconds: u64) -> Self {
-        self.duration_in_sec = seconds;
-        self
-    }
-
     /// Adds a value with its own threshold.
     pub fn item(mut self, item: ParamFlowItem) -> Self {
         self.param_flow_item_list.push(item);
-        self
-    }
-
-    /// Makes `resource` a regular expression.
-    pub fn regex(mut self) -> Self {
-        self.regex = true;
-        self
-    }
-
-    /// Sets the id.
-    pub fn id(mut self, id: i64) -> Self {
-        self.id = Some(id);
         self
     }
 
@@ -409,6 +367,25 @@ impl ParamFlowRule {
             )?;
         }
         Ok(items)
+    }
+}
+
+crate::rules::rule_setters! {
+    ParamFlowRule {
+        /// Sets the grade.
+        grade(grade: FlowGrade);
+        /// Sets the control behavior (`Reject` or `RateLimiter`).
+        control_behavior(behavior: ControlBehavior);
+        /// Sets the longest queueing wait of the rate limiter.
+        max_queueing_time_ms(ms: u32);
+        /// Sets the burst.
+        burst_count(burst: u32);
+        /// Sets the window length in seconds.
+        duration_in_sec(seconds: u64);
+        /// Makes `resource` a regular expression.
+        regex() = true;
+        /// Sets the id.
+        id(id: i64) = Some(id);
     }
 }
 

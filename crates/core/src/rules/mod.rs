@@ -25,6 +25,7 @@ mod reload;
 mod resource_table;
 mod rule_index;
 mod serde_impl;
+mod setters;
 mod warning;
 
 use std::fmt;
@@ -59,6 +60,7 @@ pub(crate) use reload::{
 pub(crate) use resource_table::ResourceTable;
 pub(crate) use rule_index::{RuleIndex, applicable, push_matching};
 pub(crate) use serde_impl::{deserialize_rule, serde_via_fields, serialize_rule};
+pub(crate) use setters::rule_setters;
 
 /// The kinds of rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

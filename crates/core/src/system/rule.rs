@@ -51,41 +51,22 @@ impl SystemRule {
     pub fn new() -> Self {
         SystemRule::default()
     }
+}
 
-    /// Sets the load average threshold.
-    pub fn highest_system_load(mut self, load: f64) -> Self {
-        self.highest_system_load = Some(load);
-        self
-    }
-
-    /// Sets the CPU usage threshold (a ratio in `0..=1`).
-    pub fn highest_cpu_usage(mut self, usage: f64) -> Self {
-        self.highest_cpu_usage = Some(usage);
-        self
-    }
-
-    /// Sets the inbound QPS threshold.
-    pub fn qps(mut self, qps: f64) -> Self {
-        self.qps = Some(qps);
-        self
-    }
-
-    /// Sets the average response time threshold in ms.
-    pub fn avg_rt(mut self, ms: u64) -> Self {
-        self.avg_rt = Some(ms);
-        self
-    }
-
-    /// Sets the in-flight threshold.
-    pub fn max_thread(mut self, threads: u64) -> Self {
-        self.max_thread = Some(threads);
-        self
-    }
-
-    /// Sets the id.
-    pub fn id(mut self, id: i64) -> Self {
-        self.id = Some(id);
-        self
+crate::rules::rule_setters! {
+    SystemRule {
+        /// Sets the load average threshold.
+        highest_system_load(load: f64) = Some(load);
+        /// Sets the CPU usage threshold (a ratio in `0..=1`).
+        highest_cpu_usage(usage: f64) = Some(usage);
+        /// Sets the inbound QPS threshold.
+        qps(qps: f64) = Some(qps);
+        /// Sets the average response time threshold in ms.
+        avg_rt(ms: u64) = Some(ms);
+        /// Sets the in-flight threshold.
+        max_thread(threads: u64) = Some(threads);
+        /// Sets the id.
+        id(id: i64) = Some(id);
     }
 }
 
