@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 
 use crate::rules::{
     ClusterFields, Fields, Float, HashRule, RuleError, RuleFields, RuleType, SentinelRule,
-    check_cluster_fields, check_pattern, check_rule_head, rule_head,
+    check_pattern, check_rule_head, cluster_config, cluster_fields_of, rule_head,
 };
 
 /// What a flow rule counts.
@@ -105,18 +105,13 @@ pub struct ClusterFlowConfig {
 
 impl Default for ClusterFlowConfig {
     fn default() -> Self {
-        ClusterFlowConfig {
-            flow_id: 0,
-            threshold_type: 0,
-            fallback_to_local_when_fail: true,
+        cluster_config!(ClusterFlowConfig {
             strategy: 0,
-            sample_count: 10,
-            window_interval_ms: 1000,
             resource_timeout: 2000,
             resource_timeout_strategy: 0,
             acquire_refuse_strategy: 0,
             client_offline_time: 2000,
-        }
+        } with ClusterFields::default())
     }
 }
 
@@ -351,17 +346,8 @@ impl SentinelRule for FlowRule {
         rule.cluster_mode = f.boolean("clusterMode")?.unwrap_or(false);
         rule.cluster_config = f.object("clusterConfig", |c| {
             let d = ClusterFlowConfig::default();
-            Ok(ClusterFlowConfig {
-                flow_id: c.integer("flowId")?.unwrap_or(d.flow_id),
-                threshold_type: c.int_in("thresholdType")?.unwrap_or(d.threshold_type),
-                fallback_to_local_when_fail: c
-                    .boolean("fallbackToLocalWhenFail")?
-                    .unwrap_or(d.fallback_to_local_when_fail),
+            Ok(cluster_config!(ClusterFlowConfig {
                 strategy: c.int_in("strategy")?.unwrap_or(d.strategy),
-                sample_count: c.int_in("sampleCount")?.unwrap_or(d.sample_count),
-                window_interval_ms: c
-                    .int_in("windowIntervalMs")?
-                    .unwrap_or(d.window_interval_ms),
                 resource_timeout: c.integer("resourceTimeout")?.unwrap_or(d.resource_timeout),
                 resource_timeout_strategy: c
                     .int_in("resourceTimeoutStrategy")?
@@ -372,7 +358,7 @@ impl SentinelRule for FlowRule {
                 client_offline_time: c
                     .integer("clientOfflineTime")?
                     .unwrap_or(d.client_offline_time),
-            })
+            } with ClusterFields::read(&c)?))
         })?;
         rule.regex = f.boolean("regex")?.unwrap_or(false);
         Ok(rule)
@@ -417,15 +403,7 @@ impl SentinelRule for FlowRule {
             let Some(c) = &self.cluster_config else {
                 return err("clusterConfig", "is required in cluster mode".into());
             };
-            check_cluster_fields(
-                index,
-                ClusterFields {
-                    flow_id: c.flow_id,
-                    threshold_type: c.threshold_type,
-                    sample_count: c.sample_count,
-                    window_interval_ms: c.window_interval_ms,
-                },
-            )?;
+            cluster_fields_of!(c).check(index)?;
             if c.strategy != 0 {
                 return err(
                     "clusterConfig.strategy",
@@ -460,21 +438,19 @@ impl SentinelRule for FlowRule {
         m.insert("maxQueueingTimeMs".into(), json!(self.max_queueing_time_ms));
         m.insert("clusterMode".into(), json!(self.cluster_mode));
         if let Some(c) = &self.cluster_config {
-            m.insert(
-                "clusterConfig".into(),
-                json!({
-                    "flowId": c.flow_id,
-                    "thresholdType": c.threshold_type,
-                    "fallbackToLocalWhenFail": c.fallback_to_local_when_fail,
-                    "strategy": c.strategy,
-                    "sampleCount": c.sample_count,
-                    "windowIntervalMs": c.window_interval_ms,
-                    "resourceTimeout": c.resource_timeout,
-                    "resourceTimeoutStrategy": c.resource_timeout_strategy,
-                    "acquireRefuseStrategy": c.acquire_refuse_strategy,
-                    "clientOfflineTime": c.client_offline_time,
-                }),
+            let mut config = cluster_fields_of!(c).to_json();
+            config.insert("strategy".into(), json!(c.strategy));
+            config.insert("resourceTimeout".into(), json!(c.resource_timeout));
+            config.insert(
+                "resourceTimeoutStrategy".into(),
+                json!(c.resource_timeout_strategy),
             );
+            config.insert(
+                "acquireRefuseStrategy".into(),
+                json!(c.acquire_refuse_strategy),
+            );
+            config.insert("clientOfflineTime".into(), json!(c.client_offline_time));
+            m.insert("clusterConfig".into(), Value::Object(config));
         }
         m.insert("regex".into(), json!(self.regex));
         m

@@ -15,7 +15,7 @@ use crate::flow::{ControlBehavior, FlowGrade};
 use crate::param::{ParamValue, StoredValue};
 use crate::rules::{
     ClusterFields, Fields, Firsts, Float, HashRule, RuleError, RuleFields, RuleHasher, RuleType,
-    SentinelRule, check_cluster_fields, check_pattern, check_rule_head, rule_head,
+    SentinelRule, check_pattern, check_rule_head, cluster_config, cluster_fields_of, rule_head,
 };
 
 /// A value with its own threshold (Sentinel's `ParamFlowItem`).
@@ -160,13 +160,7 @@ pub struct ParamFlowClusterConfig {
 
 impl Default for ParamFlowClusterConfig {
     fn default() -> Self {
-        ParamFlowClusterConfig {
-            flow_id: 0,
-            threshold_type: 0,
-            fallback_to_local_when_fail: true,
-            sample_count: 10,
-            window_interval_ms: 1000,
-        }
+        cluster_config!(ParamFlowClusterConfig {} with ClusterFields::default())
     }
 }
 
@@ -356,15 +350,7 @@ impl ParamFlowRule {
             let Some(c) = &self.cluster_config else {
                 return err("clusterConfig", "is required in cluster mode".into());
             };
-            check_cluster_fields(
-                index,
-                ClusterFields {
-                    flow_id: c.flow_id,
-                    threshold_type: c.threshold_type,
-                    sample_count: c.sample_count,
-                    window_interval_ms: c.window_interval_ms,
-                },
-            )?;
+            cluster_fields_of!(c).check(index)?;
         }
         Ok(items)
     }
@@ -514,18 +500,7 @@ impl SentinelRule for ParamFlowRule {
             .unwrap_or_default();
         rule.cluster_mode = f.boolean("clusterMode")?.unwrap_or(false);
         rule.cluster_config = f.object("clusterConfig", |c| {
-            let d = ParamFlowClusterConfig::default();
-            Ok(ParamFlowClusterConfig {
-                flow_id: c.integer("flowId")?.unwrap_or(d.flow_id),
-                threshold_type: c.int_in("thresholdType")?.unwrap_or(d.threshold_type),
-                fallback_to_local_when_fail: c
-                    .boolean("fallbackToLocalWhenFail")?
-                    .unwrap_or(d.fallback_to_local_when_fail),
-                sample_count: c.int_in("sampleCount")?.unwrap_or(d.sample_count),
-                window_interval_ms: c
-                    .int_in("windowIntervalMs")?
-                    .unwrap_or(d.window_interval_ms),
-            })
+            Ok(cluster_config!(ParamFlowClusterConfig {} with ClusterFields::read(&c)?))
         })?;
         rule.regex = f.boolean("regex")?.unwrap_or(false);
         Ok(rule)
@@ -562,13 +537,7 @@ impl SentinelRule for ParamFlowRule {
         if let Some(c) = &self.cluster_config {
             m.insert(
                 "clusterConfig".into(),
-                json!({
-                    "flowId": c.flow_id,
-                    "thresholdType": c.threshold_type,
-                    "fallbackToLocalWhenFail": c.fallback_to_local_when_fail,
-                    "sampleCount": c.sample_count,
-                    "windowIntervalMs": c.window_interval_ms,
-                }),
+                Value::Object(cluster_fields_of!(c).to_json()),
             );
         }
         m.insert("regex".into(), json!(self.regex));

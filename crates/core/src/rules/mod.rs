@@ -16,6 +16,7 @@
 //! writer (a rule read alone names the field at fault, and logs its unknown fields at `warn`).
 
 mod checks;
+mod cluster;
 mod fields;
 mod json;
 mod kind;
@@ -35,10 +36,8 @@ use thiserror::Error;
 
 pub use warning::{RuleLoad, RuleWarning};
 
-pub(crate) use checks::{
-    ClusterFields, check_cluster_fields, check_origin_len, check_rule_head,
-    check_rules_per_resource,
-};
+pub(crate) use checks::{check_origin_len, check_rule_head, check_rules_per_resource};
+pub(crate) use cluster::{ClusterFields, cluster_config, cluster_fields_of};
 pub(crate) use fields::Fields;
 #[cfg(test)]
 pub(crate) use json::parse_rule_array;
