@@ -10,8 +10,8 @@ use std::hash::{Hash, Hasher};
 use serde_json::{Map, Value, json};
 
 use crate::rules::{
-    Fields, Float, HashRule, RuleError, RuleFields, RuleType, SentinelRule, check_pattern,
-    check_rule_head, rule_head,
+    Fields, HashRule, RuleError, RuleFields, RuleType, SentinelRule, check_pattern,
+    check_rule_head, compared_fields, rule_head,
 };
 
 /// The resource name of a default rule: it applies to every resource without a degrade rule of its own.
@@ -121,33 +121,15 @@ impl DegradeRule {
         u64::from(self.time_window) * 1000
     }
 
-    /// Every field a breaker uses (all but `id` and `limitApp`), compared with `==` and hashed alike
-    /// (floats as [`Float`]s): one list of the fields that
-    /// [`hash_breaker_fields`](Self::hash_breaker_fields) and
+    /// Every field a breaker uses (all but `id` and `limitApp`), compared with `==` and hashed alike:
+    /// one list of the fields that [`hash_breaker_fields`](Self::hash_breaker_fields) and
     /// [`eq_breaker_fields`](Self::eq_breaker_fields) both read.
     fn breaker_fields(&self) -> impl Hash + PartialEq {
-        let DegradeRule {
-            id: _,
-            resource,
-            limit_app: _,
-            grade,
-            count,
-            time_window,
-            min_request_amount,
-            slow_ratio_threshold,
-            stat_interval_ms,
-            regex,
-        } = self;
-        (
-            resource,
-            grade,
-            Float(*count),
-            time_window,
-            min_request_amount,
-            Float(*slow_ratio_threshold),
-            stat_interval_ms,
-            regex,
-        )
+        compared_fields!(self => DegradeRule {
+            resource, grade, count: Float, time_window, min_request_amount,
+            slow_ratio_threshold: Float, stat_interval_ms, regex;
+            ignoring id, limit_app
+        })
     }
 
     /// Whether this rule and `other` are equal in every field a breaker uses (all but `id` and
@@ -185,8 +167,8 @@ crate::rules::rule_setters! {
 crate::rules::serde_via_fields!(DegradeRule);
 
 impl HashRule for DegradeRule {
-    fn hash_rule<H: Hasher>(&self, h: &mut H) {
-        (self.id, &self.limit_app, self.breaker_fields()).hash(h);
+    fn without_id(&self) -> impl Hash + PartialEq {
+        (&self.limit_app, self.breaker_fields())
     }
 }
 

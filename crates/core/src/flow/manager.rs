@@ -25,7 +25,7 @@ use crate::keyed_hash::KeyedMap;
 use crate::registry::Resource;
 
 use crate::rules::{
-    CompiledRules, FieldHasher, HoldsRule, ResourceTable, RuleIndex, RuleKind, Similar,
+    CompiledRules, FieldHasher, HashRule, HoldsRule, ResourceTable, RuleIndex, RuleKind, Similar,
     carry_over_rules,
 };
 

@@ -1,12 +1,12 @@
 //! `FlowRule`: Sentinel's flow rule, every field, default and JSON name.
 
-use std::hash::{Hash, Hasher};
+use std::hash::Hash;
 
 use serde_json::{Map, Value, json};
 
 use crate::rules::{
-    ClusterFields, Fields, Float, HashRule, RuleError, RuleFields, RuleType, SentinelRule,
-    check_pattern, check_rule_head, cluster_config, cluster_fields_of, rule_head,
+    ClusterFields, Fields, HashRule, RuleError, RuleFields, RuleType, SentinelRule, check_pattern,
+    check_rule_head, cluster_config, cluster_fields_of, compared_fields, rule_head,
 };
 
 /// What a flow rule counts.
@@ -181,52 +181,6 @@ impl FlowRule {
         self.ref_resource = Some(ref_resource.into());
         self
     }
-
-    /// Every field but `id`, compared with `==` and hashed alike (floats as [`Float`]s): one list of
-    /// the fields that [`hash_without_id`](Self::hash_without_id) and [`eq_but_id`](Self::eq_but_id)
-    /// both read.
-    fn without_id(&self) -> impl Hash + PartialEq {
-        let FlowRule {
-            id: _,
-            resource,
-            limit_app,
-            grade,
-            count,
-            strategy,
-            ref_resource,
-            control_behavior,
-            warm_up_period_sec,
-            max_queueing_time_ms,
-            cluster_mode,
-            cluster_config,
-            regex,
-        } = self;
-        (
-            resource,
-            limit_app,
-            grade,
-            Float(*count),
-            strategy,
-            ref_resource,
-            control_behavior,
-            warm_up_period_sec,
-            max_queueing_time_ms,
-            cluster_mode,
-            cluster_config,
-            regex,
-        )
-    }
-
-    /// Feeds every field but `id` to `h`, so that rules equal but for their id hash alike (a reload
-    /// pairs rules by it).
-    pub(crate) fn hash_without_id(&self, h: &mut impl Hasher) {
-        self.without_id().hash(h);
-    }
-
-    /// Whether this rule and `other` are equal but for their ids (without copying either).
-    pub(crate) fn eq_but_id(&self, other: &FlowRule) -> bool {
-        self.without_id() == other.without_id()
-    }
 }
 
 crate::rules::rule_setters! {
@@ -251,8 +205,12 @@ crate::rules::rule_setters! {
 crate::rules::serde_via_fields!(FlowRule);
 
 impl HashRule for FlowRule {
-    fn hash_rule<H: Hasher>(&self, h: &mut H) {
-        (self.id, self.without_id()).hash(h);
+    fn without_id(&self) -> impl Hash + PartialEq {
+        compared_fields!(self => FlowRule {
+            resource, limit_app, grade, count: Float, strategy, ref_resource, control_behavior,
+            warm_up_period_sec, max_queueing_time_ms, cluster_mode, cluster_config, regex;
+            ignoring id
+        })
     }
 }
 

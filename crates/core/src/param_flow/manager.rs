@@ -29,8 +29,8 @@ use crate::flow::{ControlBehavior, FlowGrade};
 use crate::param::{ParamValue, StoredValue};
 use crate::registry::Resource;
 use crate::rules::{
-    CheckedList, CompiledRules, HoldsRule, ResourceTable, RuleError, RuleHasher, RuleIndex,
-    RuleKind, Similar, all_or_errors, carry_over_rules, first_of_each, pattern,
+    CheckedList, CompiledRules, HashRule, HoldsRule, ResourceTable, RuleError, RuleHasher,
+    RuleIndex, RuleKind, Similar, all_or_errors, carry_over_rules, first_of_each, pattern,
 };
 
 /// Token buckets count in ms (Sentinel's windows); pacing counts in ns, so that rates above a thousand

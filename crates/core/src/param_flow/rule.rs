@@ -14,8 +14,9 @@ use serde_json::{Map, Value, json};
 use crate::flow::{ControlBehavior, FlowGrade};
 use crate::param::{ParamValue, StoredValue};
 use crate::rules::{
-    ClusterFields, Fields, Firsts, Float, HashRule, RuleError, RuleFields, RuleHasher, RuleType,
-    SentinelRule, check_pattern, check_rule_head, cluster_config, cluster_fields_of, rule_head,
+    ClusterFields, Fields, Firsts, HashRule, RuleError, RuleFields, RuleHasher, RuleType,
+    SentinelRule, check_pattern, check_rule_head, cluster_config, cluster_fields_of,
+    compared_fields, rule_head,
 };
 
 /// A value with its own threshold (Sentinel's `ParamFlowItem`).
@@ -242,53 +243,6 @@ impl ParamFlowRule {
         self.grade == FlowGrade::Qps && self.control_behavior == ControlBehavior::RateLimiter
     }
 
-    /// Every field but `id`, compared with `==` and hashed alike (floats as [`Float`]s): one list of
-    /// the fields that [`hash_without_id`](Self::hash_without_id) and [`eq_but_id`](Self::eq_but_id)
-    /// both read.
-    fn without_id(&self) -> impl Hash + PartialEq {
-        let ParamFlowRule {
-            id: _,
-            resource,
-            limit_app,
-            grade,
-            param_idx,
-            count,
-            control_behavior,
-            max_queueing_time_ms,
-            burst_count,
-            duration_in_sec,
-            param_flow_item_list,
-            cluster_mode,
-            cluster_config,
-            regex,
-        } = self;
-        // Two tuples: the standard traits stop at twelve elements.
-        (
-            (resource, limit_app, grade, param_idx, Float(*count)),
-            (
-                control_behavior,
-                max_queueing_time_ms,
-                burst_count,
-                duration_in_sec,
-                param_flow_item_list,
-                cluster_mode,
-                cluster_config,
-                regex,
-            ),
-        )
-    }
-
-    /// Feeds every field but `id` to `h`, so that rules equal but for their id hash alike (a reload
-    /// pairs rules by it).
-    pub(crate) fn hash_without_id(&self, h: &mut impl Hasher) {
-        self.without_id().hash(h);
-    }
-
-    /// Whether this rule and `other` are equal but for their ids (without copying either).
-    pub(crate) fn eq_but_id(&self, other: &ParamFlowRule) -> bool {
-        self.without_id() == other.without_id()
-    }
-
     /// Feeds what identifies the values a THREAD rule counts (resource, argument, exception items) to
     /// `h`: a THREAD rule that replaces one alike takes over its calls in flight.
     pub(crate) fn hash_counted_values(&self, h: &mut impl Hasher) {
@@ -378,8 +332,13 @@ crate::rules::rule_setters! {
 crate::rules::serde_via_fields!(ParamFlowRule);
 
 impl HashRule for ParamFlowRule {
-    fn hash_rule<H: Hasher>(&self, h: &mut H) {
-        (self.id, self.without_id()).hash(h);
+    fn without_id(&self) -> impl Hash + PartialEq {
+        compared_fields!(self => ParamFlowRule {
+            resource, limit_app, grade, param_idx, count: Float, control_behavior,
+            max_queueing_time_ms, burst_count, duration_in_sec, param_flow_item_list,
+            cluster_mode, cluster_config, regex;
+            ignoring id
+        })
     }
 }
 

@@ -54,7 +54,7 @@ pub(crate) use pattern::{check_pattern, check_regex_count, compile_patterns};
 pub(crate) use published::Published;
 pub(crate) use reload::{
     FieldHasher, Firsts, Float, HashRule, HoldsRule, RuleHasher, Similar, carry_over_rules,
-    first_of_each,
+    compared_fields, first_of_each,
 };
 pub(crate) use resource_table::ResourceTable;
 pub(crate) use rule_index::{RuleIndex, applicable, push_matching};

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use foldhash::fast::SeedableRandomState;
 use rustc_hash::FxHashMap;
 
+use crate::block::BlockRule;
 use crate::keyed_hash::keyed_state;
 
 /// Hashes of rules' fields, under keys drawn for one load.
@@ -167,11 +168,50 @@ pub(crate) fn carry_over<T, S>(
 /// The hasher [`RuleHasher::hash`] feeds.
 pub(crate) type FieldHasher = <SeedableRandomState as BuildHasher>::Hasher;
 
-/// A rule type that a reload pairs by hashes of its fields.
-pub(crate) trait HashRule: PartialEq {
+/// A rule type that a reload pairs by hashes of its fields: its fields but `id` as one value that
+/// compares with `==` and hashes alike, and the id beside them.
+pub(crate) trait HashRule: PartialEq + BlockRule {
+    /// Every field but `id` (see [`compared_fields`]).
+    fn without_id(&self) -> impl Hash + PartialEq;
+
     /// Feeds every field to `h`, so that equal rules hash alike.
-    fn hash_rule<H: Hasher>(&self, h: &mut H);
+    fn hash_rule<H: Hasher>(&self, h: &mut H) {
+        (self.id(), self.without_id()).hash(h);
+    }
+
+    /// Feeds every field but `id` to `h`, so that rules equal but for their id hash alike (a reload
+    /// pairs rules by it).
+    fn hash_without_id<H: Hasher>(&self, h: &mut H) {
+        self.without_id().hash(h);
+    }
+
+    /// Whether this rule and `other` are equal but for their ids (without copying either).
+    fn eq_but_id(&self, other: &Self) -> bool {
+        self.without_id() == other.without_id()
+    }
 }
+
+/// The fields of `$value`, a `$rule`, as one value that compares with `==` and hashes alike: nested
+/// pairs of the fields in the order given, those marked `: Float` wrapped in a [`Float`]. Every field
+/// is named, those after `ignoring` left out, so that a field added to the rule must be placed.
+macro_rules! compared_fields {
+    ($value:expr => $rule:ident {
+        $($field:ident $(: $float:ident)?),+ ; ignoring $($skip:ident),+ $(,)?
+    }) => {{
+        let $rule { $($field,)+ $($skip: _,)+ } = $value;
+        $crate::rules::compared_fields!(@pairs $($field $($float)?),+)
+    }};
+    (@pairs) => {
+        ()
+    };
+    (@pairs $field:ident Float $(, $($rest:tt)*)?) => {
+        ($crate::rules::Float(*$field), $crate::rules::compared_fields!(@pairs $($($rest)*)?))
+    };
+    (@pairs $field:ident $(, $($rest:tt)*)?) => {
+        ($field, $crate::rules::compared_fields!(@pairs $($($rest)*)?))
+    };
+}
+pub(crate) use compared_fields;
 
 /// A rule's state, holding its rule.
 pub(crate) trait HoldsRule {
