@@ -132,8 +132,8 @@ impl SentinelRule for AuthorityRule {
         Some((&self.resource, self.regex))
     }
 
-    /// The JSON fields of Sentinel's `AuthorityRule`.
-    const FIELDS: Fields = Fields::new(&["id", "resource", "limitApp", "regex", "strategy"], &[]);
+    /// The JSON field Sentinel's `AuthorityRule` adds to every rule's.
+    const FIELDS: Fields = Fields::new(&["strategy"], &[]);
 
     /// Reads a rule from Sentinel JSON.
     fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {

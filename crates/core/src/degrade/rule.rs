@@ -179,13 +179,9 @@ impl SentinelRule for DegradeRule {
         Some((&self.resource, self.regex))
     }
 
-    /// The JSON fields of Sentinel's `DegradeRule`.
+    /// The JSON fields Sentinel's `DegradeRule` adds to every rule's.
     const FIELDS: Fields = Fields::new(
         &[
-            "id",
-            "resource",
-            "limitApp",
-            "regex",
             "grade",
             "count",
             "timeWindow",

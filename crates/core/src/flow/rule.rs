@@ -221,13 +221,9 @@ impl SentinelRule for FlowRule {
         Some((&self.resource, self.regex))
     }
 
-    /// The JSON fields of Sentinel's `FlowRule` and its `ClusterFlowConfig`.
+    /// The JSON fields Sentinel's `FlowRule` adds to every rule's, and its `ClusterFlowConfig`'s.
     const FIELDS: Fields = Fields::new(
         &[
-            "id",
-            "resource",
-            "limitApp",
-            "regex",
             "grade",
             "count",
             "strategy",

@@ -353,14 +353,10 @@ impl SentinelRule for ParamFlowRule {
         self.validate(index).map(drop)
     }
 
-    /// The JSON fields of Sentinel's `ParamFlowRule`, its `ParamFlowItem`s and its
-    /// `ParamFlowClusterConfig`.
+    /// The JSON fields Sentinel's `ParamFlowRule` adds to every rule's, its `ParamFlowItem`s' and its
+    /// `ParamFlowClusterConfig`'s.
     const FIELDS: Fields = Fields::new(
         &[
-            "id",
-            "resource",
-            "limitApp",
-            "regex",
             "grade",
             "paramIdx",
             "count",

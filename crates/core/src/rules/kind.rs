@@ -30,7 +30,8 @@ pub(crate) trait SentinelRule:
 {
     /// The rule type.
     const TYPE: RuleType;
-    /// The JSON fields of the rule (the others are reported as unknown).
+    /// The JSON fields of the rule beside those every rule has (`id`, `resource`, `limitApp`,
+    /// `regex`); the others are reported as unknown.
     const FIELDS: Fields;
     /// Whether rules of the type name resources (exactly or by a pattern), so that the caps on regex
     /// rules and on the rules of one resource apply.

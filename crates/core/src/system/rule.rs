@@ -82,14 +82,10 @@ impl SentinelRule for SystemRule {
         None
     }
 
-    /// The JSON fields of Sentinel's `SystemRule` (which has a rule's `resource`, `limitApp` and
-    /// `regex` too, and ignores them).
+    /// The JSON fields Sentinel's `SystemRule` adds to every rule's (it has a rule's `resource`,
+    /// `limitApp` and `regex` too, and ignores them).
     const FIELDS: Fields = Fields::new(
         &[
-            "id",
-            "resource",
-            "limitApp",
-            "regex",
             "highestSystemLoad",
             "highestCpuUsage",
             "qps",
