@@ -18,8 +18,6 @@
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use regex::Regex;
-
 use super::cache::{NewValue, ValueCache};
 use super::concurrency;
 use super::rate_limiter::RateLimiter;
@@ -29,8 +27,9 @@ use crate::flow::{ControlBehavior, FlowGrade};
 use crate::param::{ParamValue, StoredValue};
 use crate::registry::Resource;
 use crate::rules::{
-    CheckedList, CompiledRules, HashRule, HoldsRule, ResourceTable, RuleError, RuleHasher,
-    RuleIndex, RuleKind, Similar, all_or_errors, carry_over_rules, first_of_each, pattern,
+    Build, CheckedList, CompiledRules, HashRule, HoldsRule, NamedResources, ResourceTable,
+    RuleError, RuleHasher, RuleIndex, RuleKind, Similar, all_or_errors, carry_over_rules,
+    first_of_each, pattern,
 };
 
 /// Token buckets count in ms (Sentinel's windows); pacing counts in ns, so that rates above a thousand
@@ -407,11 +406,6 @@ impl ParamSnapshot {
         (!rules.is_empty()).then_some(rules)
     }
 
-    /// Whether some rule names `resource` exactly.
-    pub(crate) fn names(&self, resource: &str) -> bool {
-        self.index.names(resource)
-    }
-
     /// The status of every rule, in load order.
     pub(crate) fn statuses(&self) -> Vec<ParamFlowStatus> {
         self.in_order.iter().map(|s| s.status()).collect()
@@ -496,12 +490,12 @@ impl RuleKind for ParamFlowKind {
     type Checked = CheckedRules;
     type Compiled = ParamSnapshot;
 
-    fn build(
-        &self,
-        old: &ParamSnapshot,
-        checked: CheckedRules,
-        patterns: Vec<Option<Regex>>,
-    ) -> ParamSnapshot {
+    fn build(&self, load: Build<'_, Self>) -> ParamSnapshot {
+        let Build {
+            old,
+            checked,
+            patterns,
+        } = load;
         let generation = old.generation + 1;
         let in_order = carry_over_rules(
             &old.in_order,
@@ -537,12 +531,8 @@ impl RuleKind for ParamFlowKind {
         }
     }
 
-    fn names_exactly(compiled: &ParamSnapshot, resource: &str) -> bool {
-        compiled.names(resource)
-    }
-
-    fn push_matching_regex(compiled: &ParamSnapshot, resource: &str, signature: &mut String) {
-        compiled.index.push_matching(resource, 'p', signature);
+    fn named(compiled: &ParamSnapshot) -> Option<&dyn NamedResources> {
+        Some(&compiled.index)
     }
 }
 

@@ -116,14 +116,9 @@ pub(crate) trait RuleKind: fmt::Debug + Send + Sync + Sized + 'static {
         all_or_errors(parsed)
     }
 
-    /// The compiled form of a checked list (`patterns`: the compiled pattern of each of its rules, in
-    /// order), taking over the state of `old`'s rules that the list keeps.
-    fn build(
-        &self,
-        old: &Self::Compiled,
-        checked: Self::Checked,
-        patterns: Vec<Option<Regex>>,
-    ) -> Self::Compiled;
+    /// The compiled form of a checked list, taking over the state of the rules in force that the list
+    /// keeps.
+    fn build(&self, load: Build<'_, Self>) -> Self::Compiled;
 
     /// Whether the compiled rules give the kind's slot work: whether any rule is in force.
     fn in_force(compiled: &Self::Compiled) -> bool {
@@ -136,15 +131,23 @@ pub(crate) trait RuleKind: fmt::Debug + Send + Sync + Sized + 'static {
         let _ = compiled;
     }
 
+    /// The rules that name resources, exactly or by a pattern, as the resource caps ask about them
+    /// (`None`, the default, when rules of the kind name no resource).
+    fn named(compiled: &Self::Compiled) -> Option<&dyn NamedResources> {
+        let _ = compiled;
+        None
+    }
+
     /// Whether a rule names `resource` exactly (so that the resource is created past the cap).
     fn names_exactly(compiled: &Self::Compiled, resource: &str) -> bool {
-        let _ = (compiled, resource);
-        false
+        Self::named(compiled).is_some_and(|named| named.names(resource))
     }
 
     /// Appends the regex rules matching `resource` to `signature` (see `rules::push_matching`).
     fn push_matching_regex(compiled: &Self::Compiled, resource: &str, signature: &mut String) {
-        let _ = (compiled, resource, signature);
+        if let Some(named) = Self::named(compiled) {
+            named.push_matching(resource, <Rule<Self>>::TYPE.tag(), signature);
+        }
     }
 
     /// The origins the rules name, interned whatever the origin cap.
@@ -152,6 +155,26 @@ pub(crate) trait RuleKind: fmt::Debug + Send + Sync + Sized + 'static {
         let _ = compiled;
         std::iter::empty()
     }
+}
+
+/// What a load gives [`RuleKind::build`].
+pub(crate) struct Build<'a, K: RuleKind> {
+    /// The rules in force.
+    pub(crate) old: &'a K::Compiled,
+    /// The list to put in force, checked.
+    pub(crate) checked: K::Checked,
+    /// The compiled pattern of each rule of `checked`, in order (`None` for a rule on a name).
+    pub(crate) patterns: Vec<Option<Regex>>,
+}
+
+/// Rules that name resources, exactly or by a pattern, as the resource caps ask about them.
+pub(crate) trait NamedResources {
+    /// Whether a rule names `resource` exactly.
+    fn names(&self, resource: &str) -> bool;
+
+    /// Appends the expression of every regex rule matching `resource` to `signature`, tagged with
+    /// `kind` (see `rules::push_matching`).
+    fn push_matching(&self, resource: &str, kind: char, signature: &mut String);
 }
 
 /// The rules of one kind in force, and the kind's own state.
@@ -226,7 +249,11 @@ impl<K: RuleKind> RuleSet<K> {
             return Ok(());
         }
         let patterns = compile_patterns(checked.patterns())?;
-        let new = Arc::new(self.kind.build(&old, checked, patterns));
+        let new = Arc::new(self.kind.build(Build {
+            old: &old,
+            checked,
+            patterns,
+        }));
         let in_force = K::in_force(&new);
         // The mask's bit is set after the rules are published and cleared before they are withdrawn,
         // as `Published` orders its own flag.

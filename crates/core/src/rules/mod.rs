@@ -45,8 +45,8 @@ pub(crate) use json::{
     RuleFields, RuleItem, parse_rule_items, regex_flags, rule_head, to_json_array,
 };
 pub(crate) use kind::{
-    AnyRuleSet, CheckedList, CompiledRules, Rule, RuleKind, RuleSet, SentinelRule, pattern,
-    read_rule,
+    AnyRuleSet, Build, CheckedList, CompiledRules, NamedResources, Rule, RuleKind, RuleSet,
+    SentinelRule, pattern, read_rule,
 };
 #[cfg(test)]
 pub(crate) use pattern::whole_name_regex;
@@ -91,6 +91,17 @@ impl RuleType {
         RuleType::Authority,
         RuleType::ParamFlow,
     ];
+
+    /// The type's tag in a signature of the regex rules matching a resource (see `rules::push_matching`).
+    pub(crate) const fn tag(self) -> char {
+        match self {
+            RuleType::Flow => 'f',
+            RuleType::Degrade => 'd',
+            RuleType::System => 's',
+            RuleType::Authority => 'a',
+            RuleType::ParamFlow => 'p',
+        }
+    }
 
     /// Sentinel's name for the type (the `type` parameter of `getRules`/`setRules`).
     pub fn as_str(self) -> &'static str {
