@@ -9,7 +9,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::rules::{
-    Fields, RuleError, RuleFields, RuleType, SentinelRule, check_origin_len, check_pattern,
+    Coded, Fields, RuleError, RuleFields, RuleType, SentinelRule, check_origin_len, check_pattern,
     rule_head,
 };
 
@@ -18,18 +18,13 @@ use crate::rules::{
 pub enum AuthorityStrategy {
     /// Only the listed origins pass (JSON `0`, the default).
     #[default]
-    White,
+    White = 0,
     /// The listed origins are blocked (JSON `1`).
-    Black,
+    Black = 1,
 }
 
-impl AuthorityStrategy {
-    fn code(self) -> i64 {
-        match self {
-            AuthorityStrategy::White => 0,
-            AuthorityStrategy::Black => 1,
-        }
-    }
+impl Coded for AuthorityStrategy {
+    const BY_CODE: &'static [Self] = &[AuthorityStrategy::White, AuthorityStrategy::Black];
 }
 
 /// An authority rule (Sentinel's `AuthorityRule`). A resource takes one: a list with two rules for one
@@ -137,16 +132,7 @@ impl SentinelRule for AuthorityRule {
 
     /// Reads a rule from Sentinel JSON.
     fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {
-        let strategy = match f.integer("strategy")?.unwrap_or(0) {
-            0 => AuthorityStrategy::White,
-            1 => AuthorityStrategy::Black,
-            s => {
-                return Err(f.error(
-                    "strategy",
-                    format!("must be 0 (white list) or 1 (black list), got {s}"),
-                ));
-            }
-        };
+        let strategy = f.code("strategy", "0 (white list) or 1 (black list)")?;
         Ok(AuthorityRule {
             id: f.integer("id")?,
             resource: f.string("resource")?.unwrap_or_default().to_owned(),
@@ -179,9 +165,8 @@ impl SentinelRule for AuthorityRule {
 
     /// The rule as Sentinel JSON (nulls omitted).
     fn to_json(&self) -> Map<String, Value> {
-        let mut m = rule_head(self.id, &self.resource, &self.limit_app);
-        m.insert("strategy".into(), json!(self.strategy.code()));
-        m.insert("regex".into(), json!(self.regex));
+        let mut m = rule_head(self.id, &self.resource, &self.limit_app, self.regex);
+        m.insert("strategy".into(), json!(self.strategy as i32));
         m
     }
 }

@@ -10,8 +10,8 @@ use std::hash::{Hash, Hasher};
 use serde_json::{Map, Value, json};
 
 use crate::rules::{
-    Fields, HashRule, RuleError, RuleFields, RuleType, SentinelRule, check_pattern,
-    check_rule_head, compared_fields, rule_head,
+    Coded, Fields, HashRule, RuleError, RuleFields, RuleType, SentinelRule, check_pattern,
+    check_rule_head, compared_fields, object, rule_head,
 };
 
 /// The resource name of a default rule: it applies to every resource without a degrade rule of its own.
@@ -22,22 +22,26 @@ pub const DEFAULT_DEGRADE_RESOURCE: &str = "*";
 pub enum DegradeGrade {
     /// The share of calls slower than `count` ms (JSON `0`, the default).
     #[default]
-    SlowRequestRatio,
+    SlowRequestRatio = 0,
     /// The share of calls that traced an error (JSON `1`); `count` is the ratio in `[0, 1]`.
-    ErrorRatio,
+    ErrorRatio = 1,
     /// The number of calls that traced an error (JSON `2`).
-    ErrorCount,
+    ErrorCount = 2,
 }
 
 impl DegradeGrade {
     /// Sentinel's number for the grade.
     pub fn as_i32(self) -> i32 {
-        match self {
-            DegradeGrade::SlowRequestRatio => 0,
-            DegradeGrade::ErrorRatio => 1,
-            DegradeGrade::ErrorCount => 2,
-        }
+        self as i32
     }
+}
+
+impl Coded for DegradeGrade {
+    const BY_CODE: &'static [Self] = &[
+        DegradeGrade::SlowRequestRatio,
+        DegradeGrade::ErrorRatio,
+        DegradeGrade::ErrorCount,
+    ];
 }
 
 /// A circuit-breaking rule (Sentinel's `DegradeRule`). Each rule drives its own breaker.
@@ -194,19 +198,10 @@ impl SentinelRule for DegradeRule {
 
     /// Reads a rule from Sentinel JSON.
     fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {
-        let grade = match f.integer("grade")?.unwrap_or(0) {
-            0 => DegradeGrade::SlowRequestRatio,
-            1 => DegradeGrade::ErrorRatio,
-            2 => DegradeGrade::ErrorCount,
-            g => {
-                return Err(f.error(
-                    "grade",
-                    format!(
-                        "must be 0 (slow request ratio), 1 (error ratio) or 2 (error count), got {g}"
-                    ),
-                ));
-            }
-        };
+        let grade = f.code(
+            "grade",
+            "0 (slow request ratio), 1 (error ratio) or 2 (error count)",
+        )?;
         let count = f.required_number("count")?;
         let mut rule = DegradeRule::new(f.string("resource")?.unwrap_or_default(), grade, count);
         rule.id = f.integer("id")?;
@@ -268,17 +263,15 @@ impl SentinelRule for DegradeRule {
 
     /// The rule as Sentinel JSON (nulls omitted).
     fn to_json(&self) -> Map<String, Value> {
-        let mut m = rule_head(self.id, &self.resource, &self.limit_app);
-        m.insert("grade".into(), json!(self.grade.as_i32()));
-        m.insert("count".into(), json!(self.count));
-        m.insert("timeWindow".into(), json!(self.time_window));
-        m.insert("minRequestAmount".into(), json!(self.min_request_amount));
-        m.insert(
-            "slowRatioThreshold".into(),
-            json!(self.slow_ratio_threshold),
-        );
-        m.insert("statIntervalMs".into(), json!(self.stat_interval_ms));
-        m.insert("regex".into(), json!(self.regex));
+        let mut m = rule_head(self.id, &self.resource, &self.limit_app, self.regex);
+        m.extend(object(json!({
+            "grade": self.grade.as_i32(),
+            "count": self.count,
+            "timeWindow": self.time_window,
+            "minRequestAmount": self.min_request_amount,
+            "slowRatioThreshold": self.slow_ratio_threshold,
+            "statIntervalMs": self.stat_interval_ms,
+        })));
         m
     }
 }

@@ -5,37 +5,35 @@ use std::hash::Hash;
 use serde_json::{Map, Value, json};
 
 use crate::rules::{
-    ClusterFields, Fields, HashRule, RuleError, RuleFields, RuleType, SentinelRule, check_pattern,
-    check_rule_head, cluster_config, cluster_fields_of, compared_fields, rule_head,
+    ClusterFields, Coded, Fields, HashRule, RuleError, RuleFields, RuleType, SentinelRule,
+    check_pattern, check_rule_head, cluster_config, cluster_fields_of, compared_fields, object,
+    rule_head,
 };
 
 /// What a flow rule counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum FlowGrade {
     /// Requests in flight (JSON `0`).
-    Thread,
+    Thread = 0,
     /// Admitted requests per second (JSON `1`, the default).
     #[default]
-    Qps,
+    Qps = 1,
 }
 
 impl FlowGrade {
     /// Sentinel's code: 0 thread, 1 QPS.
     pub fn code(self) -> i32 {
-        match self {
-            FlowGrade::Thread => 0,
-            FlowGrade::Qps => 1,
-        }
+        self as i32
     }
 
     /// Reads `grade` (default QPS).
     pub(crate) fn read(f: &RuleFields<'_>) -> Result<Self, RuleError> {
-        match f.integer("grade")?.unwrap_or(1) {
-            0 => Ok(FlowGrade::Thread),
-            1 => Ok(FlowGrade::Qps),
-            g => Err(f.error("grade", format!("must be 0 (thread) or 1 (QPS), got {g}"))),
-        }
+        f.code("grade", "0 (thread) or 1 (QPS)")
     }
+}
+
+impl Coded for FlowGrade {
+    const BY_CODE: &'static [Self] = &[FlowGrade::Thread, FlowGrade::Qps];
 }
 
 /// Whose statistics a flow rule reads.
@@ -43,11 +41,19 @@ impl FlowGrade {
 pub enum FlowStrategy {
     /// The resource itself (JSON `0`).
     #[default]
-    Direct,
+    Direct = 0,
     /// Another resource's cluster node, `refResource` (JSON `1`).
-    Relate,
+    Relate = 1,
     /// This resource's node in the context named `refResource`, only when entered from it (JSON `2`).
-    Chain,
+    Chain = 2,
+}
+
+impl Coded for FlowStrategy {
+    const BY_CODE: &'static [Self] = &[
+        FlowStrategy::Direct,
+        FlowStrategy::Relate,
+        FlowStrategy::Chain,
+    ];
 }
 
 /// What a QPS rule does with traffic over the threshold.
@@ -55,25 +61,29 @@ pub enum FlowStrategy {
 pub enum ControlBehavior {
     /// Reject at once (JSON `0`).
     #[default]
-    Reject,
+    Reject = 0,
     /// Token-bucket warm-up from a third of the threshold (JSON `1`).
-    WarmUp,
+    WarmUp = 1,
     /// Uniform pacing, queueing up to `maxQueueingTimeMs` (JSON `2`).
-    RateLimiter,
+    RateLimiter = 2,
     /// Warm-up pacing (JSON `3`).
-    WarmUpRateLimiter,
+    WarmUpRateLimiter = 3,
 }
 
 impl ControlBehavior {
     /// Sentinel's code: 0 reject, 1 warm-up, 2 rate limiter, 3 warm-up rate limiter.
     pub fn code(self) -> i32 {
-        match self {
-            ControlBehavior::Reject => 0,
-            ControlBehavior::WarmUp => 1,
-            ControlBehavior::RateLimiter => 2,
-            ControlBehavior::WarmUpRateLimiter => 3,
-        }
+        self as i32
     }
+}
+
+impl Coded for ControlBehavior {
+    const BY_CODE: &'static [Self] = &[
+        ControlBehavior::Reject,
+        ControlBehavior::WarmUp,
+        ControlBehavior::RateLimiter,
+        ControlBehavior::WarmUpRateLimiter,
+    ];
 }
 
 /// Cluster flow control settings (Sentinel's `ClusterFlowConfig`). Floodgate has no token server yet, so
@@ -263,40 +273,14 @@ impl SentinelRule for FlowRule {
         }
         rule.grade = FlowGrade::read(&f)?;
         rule.count = f.required_number("count")?;
-        rule.strategy = match f.integer("strategy")?.unwrap_or(0) {
-            0 => FlowStrategy::Direct,
-            1 => FlowStrategy::Relate,
-            2 => FlowStrategy::Chain,
-            s => {
-                return Err(f.error(
-                    "strategy",
-                    format!("must be 0 (direct), 1 (relate) or 2 (chain), got {s}"),
-                ));
-            }
-        };
+        rule.strategy = f.code("strategy", "0 (direct), 1 (relate) or 2 (chain)")?;
         rule.ref_resource = f.string("refResource")?.map(str::to_owned);
-        rule.control_behavior = match f.integer("controlBehavior")?.unwrap_or(0) {
-            0 => ControlBehavior::Reject,
-            1 => ControlBehavior::WarmUp,
-            2 => ControlBehavior::RateLimiter,
-            3 => ControlBehavior::WarmUpRateLimiter,
-            b => {
-                return Err(f.error(
-                    "controlBehavior",
-                    format!(
-                        "must be 0 (reject), 1 (warm-up), 2 (rate limiter) or 3 (warm-up rate limiter), got {b}"
-                    ),
-                ));
-            }
-        };
-        let non_negative = |field: &str, v: Option<i64>, default: u32| match v {
-            None => Ok(default),
-            Some(v) => u32::try_from(v).map_err(|_| f.error(field, u32_range(v))),
-        };
-        rule.warm_up_period_sec =
-            non_negative("warmUpPeriodSec", f.integer("warmUpPeriodSec")?, 10)?;
-        rule.max_queueing_time_ms =
-            non_negative("maxQueueingTimeMs", f.integer("maxQueueingTimeMs")?, 500)?;
+        rule.control_behavior = f.code(
+            "controlBehavior",
+            "0 (reject), 1 (warm-up), 2 (rate limiter) or 3 (warm-up rate limiter)",
+        )?;
+        rule.warm_up_period_sec = f.non_negative("warmUpPeriodSec")?.unwrap_or(10);
+        rule.max_queueing_time_ms = f.non_negative("maxQueueingTimeMs")?.unwrap_or(500);
         rule.cluster_mode = f.boolean("clusterMode")?.unwrap_or(false);
         rule.cluster_config = f.object("clusterConfig", |c| {
             let d = ClusterFlowConfig::default();
@@ -370,57 +354,35 @@ impl SentinelRule for FlowRule {
 
     /// The rule as Sentinel JSON (nulls omitted).
     fn to_json(&self) -> Map<String, Value> {
-        let mut m = rule_head(self.id, &self.resource, &self.limit_app);
-        m.insert("grade".into(), json!(self.grade.code()));
-        m.insert("count".into(), json!(self.count));
-        m.insert(
-            "strategy".into(),
-            json!(match self.strategy {
-                FlowStrategy::Direct => 0,
-                FlowStrategy::Relate => 1,
-                FlowStrategy::Chain => 2,
-            }),
-        );
+        let mut m = rule_head(self.id, &self.resource, &self.limit_app, self.regex);
+        m.extend(object(json!({
+            "grade": self.grade.code(),
+            "count": self.count,
+            "strategy": self.strategy as i32,
+            "controlBehavior": self.control_behavior.code(),
+            "warmUpPeriodSec": self.warm_up_period_sec,
+            "maxQueueingTimeMs": self.max_queueing_time_ms,
+            "clusterMode": self.cluster_mode,
+        })));
         if let Some(r) = &self.ref_resource {
             m.insert("refResource".into(), json!(r));
         }
-        m.insert(
-            "controlBehavior".into(),
-            json!(self.control_behavior.code()),
-        );
-        m.insert("warmUpPeriodSec".into(), json!(self.warm_up_period_sec));
-        m.insert("maxQueueingTimeMs".into(), json!(self.max_queueing_time_ms));
-        m.insert("clusterMode".into(), json!(self.cluster_mode));
         if let Some(c) = &self.cluster_config {
             let mut config = cluster_fields_of!(c).to_json();
-            config.insert("strategy".into(), json!(c.strategy));
-            config.insert("resourceTimeout".into(), json!(c.resource_timeout));
-            config.insert(
-                "resourceTimeoutStrategy".into(),
-                json!(c.resource_timeout_strategy),
-            );
-            config.insert(
-                "acquireRefuseStrategy".into(),
-                json!(c.acquire_refuse_strategy),
-            );
-            config.insert("clientOfflineTime".into(), json!(c.client_offline_time));
+            config.extend(object(json!({
+                "strategy": c.strategy,
+                "resourceTimeout": c.resource_timeout,
+                "resourceTimeoutStrategy": c.resource_timeout_strategy,
+                "acquireRefuseStrategy": c.acquire_refuse_strategy,
+                "clientOfflineTime": c.client_offline_time,
+            })));
             m.insert("clusterConfig".into(), Value::Object(config));
         }
-        m.insert("regex".into(), json!(self.regex));
         m
     }
 }
 
 crate::block::rule_with_id_and_limit_app!(FlowRule);
-
-/// Why `v` does not fit a `u32` rule field.
-pub(crate) fn u32_range(v: i64) -> String {
-    if v < 0 {
-        format!("must be ≥ 0, got {v}")
-    } else {
-        format!("must be at most {}, got {v}", u32::MAX)
-    }
-}
 
 #[cfg(test)]
 mod tests {

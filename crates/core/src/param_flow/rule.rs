@@ -16,7 +16,7 @@ use crate::param::{ParamValue, StoredValue};
 use crate::rules::{
     ClusterFields, Fields, Firsts, HashRule, RuleError, RuleFields, RuleHasher, RuleType,
     SentinelRule, check_pattern, check_rule_head, cluster_config, cluster_fields_of,
-    compared_fields, rule_head,
+    compared_fields, object, rule_head,
 };
 
 /// A value with its own threshold (Sentinel's `ParamFlowItem`).
@@ -404,30 +404,12 @@ impl SentinelRule for ParamFlowRule {
             rule.limit_app = app.to_owned();
         }
         rule.grade = FlowGrade::read(&f)?;
-        rule.control_behavior = match f.integer("controlBehavior")?.unwrap_or(0) {
-            0 => ControlBehavior::Reject,
-            1 => ControlBehavior::WarmUp,
-            2 => ControlBehavior::RateLimiter,
-            3 => ControlBehavior::WarmUpRateLimiter,
-            b => {
-                return Err(f.error(
-                    "controlBehavior",
-                    format!("must be 0 (default), 2 (rate limiter), or 1 or 3 (the default for parameter rules), got {b}"),
-                ));
-            }
-        };
-        // The fields' whole range (they are `u32`), so that every rule the typed API accepts loads
-        // back from its JSON.
-        let non_negative = |field: &str| -> Result<Option<u32>, RuleError> {
-            match f.integer(field)? {
-                None => Ok(None),
-                Some(v) => u32::try_from(v)
-                    .map(Some)
-                    .map_err(|_| f.error(field, crate::flow::u32_range(v))),
-            }
-        };
-        rule.max_queueing_time_ms = non_negative("maxQueueingTimeMs")?.unwrap_or(0);
-        rule.burst_count = non_negative("burstCount")?.unwrap_or(0);
+        rule.control_behavior = f.code(
+            "controlBehavior",
+            "0 (default), 2 (rate limiter), or 1 or 3 (the default for parameter rules)",
+        )?;
+        rule.max_queueing_time_ms = f.non_negative("maxQueueingTimeMs")?.unwrap_or(0);
+        rule.burst_count = f.non_negative("burstCount")?.unwrap_or(0);
         if let Some(d) = f.integer("durationInSec")? {
             rule.duration_in_sec = u64::try_from(d)
                 .map_err(|_| f.error("durationInSec", format!("must be > 0, got {d}")))?;
@@ -463,39 +445,35 @@ impl SentinelRule for ParamFlowRule {
 
     /// The rule as Sentinel JSON (nulls omitted).
     fn to_json(&self) -> Map<String, Value> {
-        let mut m = rule_head(self.id, &self.resource, &self.limit_app);
-        m.insert("grade".into(), json!(self.grade.code()));
-        m.insert("paramIdx".into(), json!(self.param_idx));
-        m.insert("count".into(), json!(self.count));
-        m.insert(
-            "controlBehavior".into(),
-            json!(self.control_behavior.code()),
-        );
-        m.insert("maxQueueingTimeMs".into(), json!(self.max_queueing_time_ms));
-        m.insert("burstCount".into(), json!(self.burst_count));
-        m.insert("durationInSec".into(), json!(self.duration_in_sec));
+        let mut m = rule_head(self.id, &self.resource, &self.limit_app, self.regex);
         let items: Vec<Value> = self
             .param_flow_item_list
             .iter()
             .map(|item| {
-                let mut i = Map::new();
-                i.insert("object".into(), json!(item.object));
-                i.insert("count".into(), json!(item.count));
+                let mut i = object(json!({"object": item.object, "count": item.count}));
                 if let Some(c) = &item.class_type {
                     i.insert("classType".into(), json!(c));
                 }
                 Value::Object(i)
             })
             .collect();
-        m.insert("paramFlowItemList".into(), Value::Array(items));
-        m.insert("clusterMode".into(), json!(self.cluster_mode));
+        m.extend(object(json!({
+            "grade": self.grade.code(),
+            "paramIdx": self.param_idx,
+            "count": self.count,
+            "controlBehavior": self.control_behavior.code(),
+            "maxQueueingTimeMs": self.max_queueing_time_ms,
+            "burstCount": self.burst_count,
+            "durationInSec": self.duration_in_sec,
+            "paramFlowItemList": items,
+            "clusterMode": self.cluster_mode,
+        })));
         if let Some(c) = &self.cluster_config {
             m.insert(
                 "clusterConfig".into(),
                 Value::Object(cluster_fields_of!(c).to_json()),
             );
         }
-        m.insert("regex".into(), json!(self.regex));
         m
     }
 }

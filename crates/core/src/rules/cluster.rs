@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{RuleError, RuleFields};
+use super::{RuleError, RuleFields, object};
 
 /// The fields of a cluster config every cluster rule kind has, with Sentinel's defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,16 +78,13 @@ impl ClusterFields {
 
     /// The fields as Sentinel JSON, for a cluster config object to add its own to.
     pub(crate) fn to_json(&self) -> Map<String, Value> {
-        let mut m = Map::new();
-        m.insert("flowId".into(), json!(self.flow_id));
-        m.insert("thresholdType".into(), json!(self.threshold_type));
-        m.insert(
-            "fallbackToLocalWhenFail".into(),
-            json!(self.fallback_to_local_when_fail),
-        );
-        m.insert("sampleCount".into(), json!(self.sample_count));
-        m.insert("windowIntervalMs".into(), json!(self.window_interval_ms));
-        m
+        object(json!({
+            "flowId": self.flow_id,
+            "thresholdType": self.threshold_type,
+            "fallbackToLocalWhenFail": self.fallback_to_local_when_fail,
+            "sampleCount": self.sample_count,
+            "windowIntervalMs": self.window_interval_ms,
+        }))
     }
 }
 

@@ -42,7 +42,7 @@ pub(crate) use fields::Fields;
 #[cfg(test)]
 pub(crate) use json::parse_rule_array;
 pub(crate) use json::{
-    RuleFields, RuleItem, parse_rule_items, regex_flags, rule_head, to_json_array,
+    Coded, RuleFields, RuleItem, object, parse_rule_items, regex_flags, rule_head, to_json_array,
 };
 pub(crate) use kind::{
     AnyRuleSet, Build, CheckedList, CompiledRules, NamedResources, Rule, RuleKind, RuleSet,

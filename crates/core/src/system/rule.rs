@@ -20,7 +20,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::rules::{Fields, RuleError, RuleFields, RuleType, SentinelRule};
+use crate::rules::{Fields, RuleError, RuleFields, RuleType, SentinelRule, object};
 
 /// A system rule. Build one with the setters:
 ///
@@ -185,17 +185,18 @@ impl SentinelRule for SystemRule {
 
     /// The rule as Sentinel JSON: every dimension, `-1` when unset.
     fn to_json(&self) -> Map<String, Value> {
-        let mut m = Map::new();
+        let real = |v: Option<f64>| v.map_or(json!(-1.0), |v| json!(v));
+        let whole = |v: Option<u64>| v.map_or(json!(-1), |v| json!(v));
+        let mut m = object(json!({
+            "highestSystemLoad": real(self.highest_system_load),
+            "highestCpuUsage": real(self.highest_cpu_usage),
+            "qps": real(self.qps),
+            "avgRt": whole(self.avg_rt),
+            "maxThread": whole(self.max_thread),
+        }));
         if let Some(id) = self.id {
             m.insert("id".into(), json!(id));
         }
-        let real = |v: Option<f64>| v.map_or(json!(-1.0), |v| json!(v));
-        let whole = |v: Option<u64>| v.map_or(json!(-1), |v| json!(v));
-        m.insert("highestSystemLoad".into(), real(self.highest_system_load));
-        m.insert("highestCpuUsage".into(), real(self.highest_cpu_usage));
-        m.insert("qps".into(), real(self.qps));
-        m.insert("avgRt".into(), whole(self.avg_rt));
-        m.insert("maxThread".into(), whole(self.max_thread));
         m
     }
 }
