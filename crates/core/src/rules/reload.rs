@@ -309,8 +309,34 @@ mod tests {
 
     use super::*;
 
-    fn by_value<S>(value: impl Fn(&S) -> i32) -> impl Fn(&S) -> u64 {
-        move |s| value(s) as u64
+    /// A state: a rule (a value) and a tag saying where it came from.
+    type State = (i32, &'static str);
+
+    /// States and rules paired by `key` of their values: hashed by the key, holding when the keys
+    /// are equal.
+    fn by_key(
+        key: fn(i32) -> i32,
+    ) -> Pairing<impl Fn(&State) -> u64, impl Fn(&i32) -> u64, impl Fn(&State, &i32) -> bool> {
+        Pairing {
+            state: move |s: &State| key(s.0) as u64,
+            rule: move |r: &i32| key(*r) as u64,
+            holds: move |s: &State, r: &i32| key(s.0) == key(*r),
+        }
+    }
+
+    /// `pairing` with every state and rule hashed alike.
+    fn colliding(
+        pairing: Pairing<
+            impl Fn(&State) -> u64,
+            impl Fn(&i32) -> u64,
+            impl Fn(&State, &i32) -> bool,
+        >,
+    ) -> Pairing<impl Fn(&State) -> u64, impl Fn(&i32) -> u64, impl Fn(&State, &i32) -> bool> {
+        Pairing {
+            state: |_: &State| 7,
+            rule: |_: &i32| 7,
+            holds: pairing.holds,
+        }
     }
 
     #[test]
@@ -319,15 +345,11 @@ mod tests {
         let new = carry_over(
             &old,
             vec![1, 1, 1, 3],
+            by_key(|v| v),
             Pairing {
-                state: by_value(|s: &(i32, &str)| s.0),
-                rule: by_value(|r: &i32| *r),
-                holds: |s: &(i32, &str), r: &i32| s.0 == *r,
-            },
-            Pairing {
-                state: |_: &(i32, &str)| 0,
+                state: |_: &State| 0,
                 rule: |_: &i32| 0,
-                holds: |_: &(i32, &str), _: &i32| false,
+                holds: |_: &State, _: &i32| false,
             },
             |r, _| (r, "fresh"),
         );
@@ -345,17 +367,9 @@ mod tests {
         let new = carry_over(
             &old,
             vec![22, 2, 32, 5],
-            Pairing {
-                state: by_value(|s: &(i32, &str)| s.0),
-                rule: by_value(|r: &i32| *r),
-                holds: |s: &(i32, &str), r: &i32| s.0 == *r,
-            },
-            Pairing {
-                state: by_value(|s: &(i32, &str)| s.0 % 10),
-                rule: by_value(|r: &i32| *r % 10),
-                holds: |s: &(i32, &str), r: &i32| s.0 % 10 == *r % 10,
-            },
-            |r, like: Option<&(i32, &str)>| (r, like.map_or("fresh", |l| l.1)),
+            by_key(|v| v),
+            by_key(|v| v % 10),
+            |r, like: Option<&State>| (r, like.map_or("fresh", |l| l.1)),
         );
         assert_eq!(
             new.iter().map(|s| (s.0, s.1)).collect::<Vec<_>>(),
@@ -371,17 +385,9 @@ mod tests {
         let new = carry_over(
             &old,
             vec![22, 2, 32, 5],
-            Pairing {
-                state: |_: &(i32, &str)| 7,
-                rule: |_: &i32| 7,
-                holds: |s: &(i32, &str), r: &i32| s.0 == *r,
-            },
-            Pairing {
-                state: |_: &(i32, &str)| 7,
-                rule: |_: &i32| 7,
-                holds: |s: &(i32, &str), r: &i32| s.0 % 10 == *r % 10,
-            },
-            |r, like: Option<&(i32, &str)>| (r, like.map_or("fresh", |l| l.1)),
+            colliding(by_key(|v| v)),
+            colliding(by_key(|v| v % 10)),
+            |r, like: Option<&State>| (r, like.map_or("fresh", |l| l.1)),
         );
         assert_eq!(
             new.iter().map(|s| (s.0, s.1)).collect::<Vec<_>>(),
@@ -406,21 +412,19 @@ mod tests {
         let hasher = RuleHasher::new();
         let full = |r: &(usize, usize)| hasher.hash(|h| r.hash(h));
         let value = |r: &(usize, usize)| hasher.hash(|h| r.0.hash(h));
-        let states = carry_over(
-            &old,
-            renumbered,
-            Pairing {
-                state: |s: &(usize, usize)| full(s),
-                rule: full,
-                holds: |s: &(usize, usize), r: &(usize, usize)| count(s == r),
-            },
-            Pairing {
-                state: |s: &(usize, usize)| value(s),
-                rule: value,
-                holds: |s: &(usize, usize), r: &(usize, usize)| count(s.0 == r.0),
-            },
-            |r, like| (r.0, like.map_or(9, |l| l.1)),
-        );
+        let equal = Pairing {
+            state: full,
+            rule: full,
+            holds: |s: &(usize, usize), r: &(usize, usize)| count(s == r),
+        };
+        let similar = Pairing {
+            state: value,
+            rule: value,
+            holds: |s: &(usize, usize), r: &(usize, usize)| count(s.0 == r.0),
+        };
+        let states = carry_over(&old, renumbered, equal, similar, |r, like| {
+            (r.0, like.map_or(9, |l| l.1))
+        });
         assert!(
             states.iter().all(|s| s.1 == 0),
             "each copied its similar state"
@@ -429,21 +433,7 @@ mod tests {
 
         comparisons.set(0);
         let old: Vec<Arc<(usize, usize)>> = (0..N).map(|_| Arc::new((5, 0))).collect();
-        let states = carry_over(
-            &old,
-            vec![(5, 0); N],
-            Pairing {
-                state: |s: &(usize, usize)| full(s),
-                rule: full,
-                holds: |s: &(usize, usize), r: &(usize, usize)| count(s == r),
-            },
-            Pairing {
-                state: |s: &(usize, usize)| value(s),
-                rule: value,
-                holds: |s: &(usize, usize), r: &(usize, usize)| count(s.0 == r.0),
-            },
-            |r, _| r,
-        );
+        let states = carry_over(&old, vec![(5, 0); N], equal, similar, |r, _| r);
         assert!(states.iter().zip(&old).all(|(s, o)| Arc::ptr_eq(s, o)));
         assert!(comparisons.get() <= N, "{} comparisons", comparisons.get());
     }
