@@ -24,18 +24,22 @@ pub(crate) fn parse_rule_items(json: &str) -> Result<Vec<RuleItem>, RuleError> {
         ));
     }
     let value: Value = serde_json::from_str(json).map_err(|e| RuleError::Json(e.to_string()))?;
-    let items = match value {
-        Value::Array(items) => items,
-        _ => return Err(RuleError::NotAnArray),
-    };
-    Ok(items
+    match value {
+        Value::Array(items) => Ok(rule_items(items)),
+        _ => Err(RuleError::NotAnArray),
+    }
+}
+
+/// The items of an array of rules, each an object or its error.
+pub(crate) fn rule_items(items: Vec<Value>) -> Vec<RuleItem> {
+    items
         .into_iter()
         .enumerate()
         .map(|(index, item)| match item {
             Value::Object(map) => Ok(map),
             _ => Err(RuleError::invalid(index, "(rule)", "must be a JSON object")),
         })
-        .collect())
+        .collect()
 }
 
 /// Whether each item sets `regex` to `true`, in list order: what the regex cap counts before any rule

@@ -311,24 +311,21 @@ impl<K: RuleKind> RuleSet<K> {
             // Before any rule is read: a list of too many patterns is refused without compiling one.
             check_regex_count(regex_flags(&items))?;
         }
-        K::parse_list(
-            items
-                .iter()
-                .enumerate()
-                .map(|(index, item)| parse_item::<K>(index, item, warnings))
-                .collect(),
-        )
+        K::parse_list(read_rules(&items, warnings))
     }
 }
 
-/// Rule `index` of a list parsed from `item` (an object, or its error), and a warning for each of its
-/// unknown fields.
-fn parse_item<K: RuleKind>(
-    index: usize,
-    item: &RuleItem,
+/// Each rule of a list read from its item (an object, or the error saying it is not one) and checked,
+/// or its error, and a warning for each unknown field.
+pub(crate) fn read_rules<R: SentinelRule>(
+    items: &[RuleItem],
     warnings: &mut Vec<RuleWarning>,
-) -> Result<Rule<K>, RuleError> {
-    read_rule(index, item.as_ref().map_err(Clone::clone)?, warnings)
+) -> Vec<Result<R, RuleError>> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| read_rule(index, item.as_ref().map_err(Clone::clone)?, warnings))
+        .collect()
 }
 
 /// Rule `index` of a list read from its JSON object `map` and checked, so that the error names the
@@ -346,7 +343,7 @@ pub(crate) fn read_rule<R: SentinelRule>(
 }
 
 /// Logs the warnings of a load of `rule_type` (see `Floodgate::load_rules_json`).
-fn log_warnings(rule_type: RuleType, warnings: &[RuleWarning]) {
+pub(crate) fn log_warnings(rule_type: RuleType, warnings: &[RuleWarning]) {
     for warning in warnings.iter().take(MAX_LOGGED_WARNINGS) {
         tracing::warn!(
             target: "floodgate::rules",

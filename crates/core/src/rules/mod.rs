@@ -42,11 +42,12 @@ pub(crate) use fields::Fields;
 #[cfg(test)]
 pub(crate) use json::parse_rule_array;
 pub(crate) use json::{
-    Coded, RuleFields, RuleItem, object, parse_rule_items, regex_flags, rule_head, to_json_array,
+    Coded, RuleFields, RuleItem, object, parse_rule_items, regex_flags, rule_head, rule_items,
+    to_json_array,
 };
 pub(crate) use kind::{
     AnyRuleSet, Build, CheckedList, CompiledRules, NamedResources, Rule, RuleKind, RuleSet,
-    SentinelRule, pattern, read_rule,
+    SentinelRule, log_warnings, pattern, read_rule, read_rules,
 };
 #[cfg(test)]
 pub(crate) use pattern::whole_name_regex;
@@ -58,7 +59,9 @@ pub(crate) use reload::{
 };
 pub(crate) use resource_table::ResourceTable;
 pub(crate) use rule_index::{RuleIndex, applicable, push_matching};
-pub(crate) use serde_impl::{deserialize_rule, serde_via_fields, serialize_rule};
+pub(crate) use serde_impl::{
+    deserialize_rule, deserialize_rules, serde_via_fields, serialize_rule,
+};
 pub(crate) use setters::rule_setters;
 
 /// The kinds of rules.
