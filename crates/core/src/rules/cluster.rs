@@ -77,7 +77,7 @@ impl ClusterFields {
     }
 
     /// The fields as Sentinel JSON, for a cluster config object to add its own to.
-    pub(crate) fn to_json(&self) -> Map<String, Value> {
+    pub(crate) fn to_json(self) -> Map<String, Value> {
         object(json!({
             "flowId": self.flow_id,
             "thresholdType": self.threshold_type,

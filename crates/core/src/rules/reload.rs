@@ -312,29 +312,28 @@ mod tests {
     /// A state: a rule (a value) and a tag saying where it came from.
     type State = (i32, &'static str);
 
+    /// How a test pairs states with rules.
+    type TestPairing = Pairing<
+        Box<dyn Fn(&State) -> u64>,
+        Box<dyn Fn(&i32) -> u64>,
+        Box<dyn Fn(&State, &i32) -> bool>,
+    >;
+
     /// States and rules paired by `key` of their values: hashed by the key, holding when the keys
     /// are equal.
-    fn by_key(
-        key: fn(i32) -> i32,
-    ) -> Pairing<impl Fn(&State) -> u64, impl Fn(&i32) -> u64, impl Fn(&State, &i32) -> bool> {
+    fn by_key(key: fn(i32) -> i32) -> TestPairing {
         Pairing {
-            state: move |s: &State| key(s.0) as u64,
-            rule: move |r: &i32| key(*r) as u64,
-            holds: move |s: &State, r: &i32| key(s.0) == key(*r),
+            state: Box::new(move |s| key(s.0) as u64),
+            rule: Box::new(move |r| key(*r) as u64),
+            holds: Box::new(move |s, r| key(s.0) == key(*r)),
         }
     }
 
     /// `pairing` with every state and rule hashed alike.
-    fn colliding(
-        pairing: Pairing<
-            impl Fn(&State) -> u64,
-            impl Fn(&i32) -> u64,
-            impl Fn(&State, &i32) -> bool,
-        >,
-    ) -> Pairing<impl Fn(&State) -> u64, impl Fn(&i32) -> u64, impl Fn(&State, &i32) -> bool> {
+    fn colliding(pairing: TestPairing) -> TestPairing {
         Pairing {
-            state: |_: &State| 7,
-            rule: |_: &i32| 7,
+            state: Box::new(|_| 7),
+            rule: Box::new(|_| 7),
             holds: pairing.holds,
         }
     }
