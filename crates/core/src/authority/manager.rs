@@ -19,8 +19,8 @@ use super::rule::{AuthorityRule, AuthorityStrategy};
 use crate::keyed_hash::{KeyedMap, keyed_map};
 use crate::registry::Resource;
 use crate::rules::{
-    CheckedList, CompiledRules, ResourceTable, RuleError, RuleKind, applicable, no_errors,
-    push_matching,
+    Build, CheckedList, CompiledRules, NamedResources, ResourceTable, RuleError, RuleKind,
+    SentinelRule, applicable, no_errors, push_matching,
 };
 
 /// An immutable set of authority rules.
@@ -51,6 +51,16 @@ impl AuthoritySnapshot {
     #[cold]
     fn resolve(&self, resource: &str) -> Box<[Arc<Listing>]> {
         applicable(self.exact.get(resource).cloned(), &self.regex, resource).into_boxed_slice()
+    }
+}
+
+impl NamedResources for AuthoritySnapshot {
+    fn names(&self, resource: &str) -> bool {
+        self.exact.contains_key(resource)
+    }
+
+    fn push_matching(&self, resource: &str, kind: char, signature: &mut String) {
+        push_matching(&self.regex, resource, kind, signature);
     }
 }
 
@@ -106,7 +116,7 @@ impl CheckedList<AuthorityRule> for OneRuleEach {
         let checked: Vec<Result<(), RuleError>> = rules
             .iter()
             .enumerate()
-            .map(|(index, rule)| rule.validate(index))
+            .map(|(index, rule)| rule.check(index))
             .collect();
         // Conflicts among the valid rules only, as the JSON path (which validates while parsing) does.
         let valid = rules
@@ -155,17 +165,12 @@ impl RuleKind for AuthorityKind {
         no_errors(errors).map(|()| Vec::new())
     }
 
-    fn build(
-        &self,
-        _old: &AuthoritySnapshot,
-        checked: OneRuleEach,
-        patterns: Vec<Option<Regex>>,
-    ) -> AuthoritySnapshot {
-        let OneRuleEach(rules) = checked;
+    fn build(&self, load: Build<'_, Self>) -> AuthoritySnapshot {
+        let OneRuleEach(rules) = load.checked;
         let mut exact: KeyedMap<Box<str>, Arc<Listing>> = keyed_map();
         let mut regex: Vec<(Regex, Arc<Listing>)> = Vec::new();
         let mut in_order = Vec::with_capacity(rules.len());
-        for (rule, pattern) in rules.into_iter().zip(patterns) {
+        for (rule, pattern) in rules.into_iter().zip(load.patterns) {
             let rule = Arc::new(rule);
             in_order.push(rule.clone());
             match pattern {
@@ -186,12 +191,8 @@ impl RuleKind for AuthorityKind {
         }
     }
 
-    fn names_exactly(compiled: &AuthoritySnapshot, resource: &str) -> bool {
-        compiled.exact.contains_key(resource)
-    }
-
-    fn push_matching_regex(compiled: &AuthoritySnapshot, resource: &str, signature: &mut String) {
-        push_matching(&compiled.regex, resource, 'a', signature);
+    fn named(compiled: &AuthoritySnapshot) -> Option<&dyn NamedResources> {
+        Some(compiled)
     }
 
     /// Every origin a white or black list names.

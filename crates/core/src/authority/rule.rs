@@ -9,7 +9,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::rules::{
-    Fields, RuleError, RuleFields, RuleType, SentinelRule, check_origin_len, check_pattern,
+    Coded, Fields, RuleError, RuleFields, RuleType, SentinelRule, check_origin_len, check_pattern,
     rule_head,
 };
 
@@ -18,18 +18,13 @@ use crate::rules::{
 pub enum AuthorityStrategy {
     /// Only the listed origins pass (JSON `0`, the default).
     #[default]
-    White,
+    White = 0,
     /// The listed origins are blocked (JSON `1`).
-    Black,
+    Black = 1,
 }
 
-impl AuthorityStrategy {
-    fn code(self) -> i64 {
-        match self {
-            AuthorityStrategy::White => 0,
-            AuthorityStrategy::Black => 1,
-        }
-    }
+impl Coded for AuthorityStrategy {
+    const BY_CODE: &'static [Self] = &[AuthorityStrategy::White, AuthorityStrategy::Black];
 }
 
 /// An authority rule (Sentinel's `AuthorityRule`). A resource takes one: a list with two rules for one
@@ -83,18 +78,6 @@ impl AuthorityRule {
         Self::new(resource, limit_app, AuthorityStrategy::Black)
     }
 
-    /// Makes `resource` a regular expression (matched against the whole resource name).
-    pub fn regex(mut self) -> Self {
-        self.regex = true;
-        self
-    }
-
-    /// Sets the id.
-    pub fn id(mut self, id: i64) -> Self {
-        self.id = Some(id);
-        self
-    }
-
     /// Whether `origin` is one of the comma-separated tokens of `limit_app` (exact comparison).
     pub fn lists(&self, origin: &str) -> bool {
         self.limit_app.split(',').any(|app| app == origin)
@@ -124,9 +107,43 @@ impl AuthorityRule {
             AuthorityStrategy::Black => !self.lists(origin),
         }
     }
+}
+
+crate::rules::rule_setters! {
+    AuthorityRule {
+        /// Makes `resource` a regular expression (matched against the whole resource name).
+        regex() = true;
+        /// Sets the id.
+        id(id: i64) = Some(id);
+    }
+}
+
+crate::rules::serde_via_fields!(AuthorityRule);
+
+impl SentinelRule for AuthorityRule {
+    const TYPE: RuleType = RuleType::Authority;
+
+    fn target(&self) -> Option<(&str, bool)> {
+        Some((&self.resource, self.regex))
+    }
+
+    /// The JSON field Sentinel's `AuthorityRule` adds to every rule's.
+    const FIELDS: Fields = Fields::new(&["strategy"], &[]);
+
+    /// Reads a rule from Sentinel JSON.
+    fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {
+        let strategy = f.code("strategy", "0 (white list) or 1 (black list)")?;
+        Ok(AuthorityRule {
+            id: f.integer("id")?,
+            resource: f.string("resource")?.unwrap_or_default().to_owned(),
+            limit_app: f.string("limitApp")?.unwrap_or_default().to_owned(),
+            strategy,
+            regex: f.boolean("regex")?.unwrap_or(false),
+        })
+    }
 
     /// Checks the rule; `index` is its position in the list being loaded.
-    pub(crate) fn validate(&self, index: usize) -> Result<(), RuleError> {
+    fn check(&self, index: usize) -> Result<(), RuleError> {
         let err = |field: &str, reason: String| Err(RuleError::invalid(index, field, reason));
         if self.resource.trim().is_empty() {
             return err("resource", "must not be blank".into());
@@ -145,52 +162,11 @@ impl AuthorityRule {
         }
         Ok(())
     }
-}
-
-crate::rules::serde_via_fields!(AuthorityRule);
-
-impl SentinelRule for AuthorityRule {
-    const TYPE: RuleType = RuleType::Authority;
-
-    fn target(&self) -> Option<(&str, bool)> {
-        Some((&self.resource, self.regex))
-    }
-
-    fn check(&self, index: usize) -> Result<(), RuleError> {
-        self.validate(index)
-    }
-
-    /// The JSON fields of Sentinel's `AuthorityRule`.
-    const FIELDS: Fields = Fields::new(&["id", "resource", "limitApp", "regex", "strategy"], &[]);
-
-    /// Reads a rule from Sentinel JSON.
-    fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {
-        let strategy = match f.integer("strategy")?.unwrap_or(0) {
-            0 => AuthorityStrategy::White,
-            1 => AuthorityStrategy::Black,
-            s => {
-                return Err(f.error(
-                    "strategy",
-                    format!("must be 0 (white list) or 1 (black list), got {s}"),
-                ));
-            }
-        };
-        let rule = AuthorityRule {
-            id: f.integer("id")?,
-            resource: f.string("resource")?.unwrap_or_default().to_owned(),
-            limit_app: f.string("limitApp")?.unwrap_or_default().to_owned(),
-            strategy,
-            regex: f.boolean("regex")?.unwrap_or(false),
-        };
-        rule.validate(f.index())?;
-        Ok(rule)
-    }
 
     /// The rule as Sentinel JSON (nulls omitted).
     fn to_json(&self) -> Map<String, Value> {
-        let mut m = rule_head(self.id, &self.resource, &self.limit_app);
-        m.insert("strategy".into(), json!(self.strategy.code()));
-        m.insert("regex".into(), json!(self.regex));
+        let mut m = rule_head(self.id, &self.resource, &self.limit_app, self.regex);
+        m.insert("strategy".into(), json!(self.strategy as i32));
         m
     }
 }

@@ -17,11 +17,8 @@
 //! Readers (every entry) load the snapshot without a lock and find a resource's breakers by its id in a
 //! table the snapshot fills on the resource's first entry.
 
-use std::hash::Hash;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-
-use regex::Regex;
 
 use super::breaker::Breaker;
 use super::observer::{BreakerStatus, Observers};
@@ -29,8 +26,8 @@ use super::rule::DegradeRule;
 use crate::keyed_hash::{KeyedMap, keyed_map};
 use crate::registry::Resource;
 use crate::rules::{
-    CompiledRules, HoldsRule, ResourceTable, RuleHasher, RuleIndex, RuleKind, RulePairing,
-    carry_over_rules,
+    Build, CompiledRules, FieldHasher, HoldsRule, NamedResources, ResourceTable, RuleIndex,
+    RuleKind, Similar, carry_over_rules,
 };
 
 /// The breakers of one rule.
@@ -186,11 +183,6 @@ impl DegradeSnapshot {
         self.index.has_rules(resource)
     }
 
-    /// Whether some rule names `resource` exactly.
-    pub(crate) fn names(&self, resource: &str) -> bool {
-        self.index.names(resource)
-    }
-
     /// Every breaker in use, in rule order (a per-resource rule's breakers by resource name); a default
     /// rule's breaker for a resource that now has rules of its own is left out.
     pub(crate) fn statuses(&self, now: u64) -> Vec<BreakerStatus> {
@@ -240,29 +232,16 @@ impl RuleKind for DegradeKind {
     type Checked = Vec<DegradeRule>;
     type Compiled = DegradeSnapshot;
 
-    fn build(
-        &self,
-        old: &DegradeSnapshot,
-        rules: Vec<DegradeRule>,
-        patterns: Vec<Option<Regex>>,
-    ) -> DegradeSnapshot {
-        let hasher = RuleHasher::new();
+    fn build(&self, load: Build<'_, Self>) -> DegradeSnapshot {
         let in_order = carry_over_rules(
-            &old.in_order,
-            rules,
+            &load.old.in_order,
+            load.checked,
             |r| r,
-            RulePairing {
-                every_field: |r: &DegradeRule| {
-                    hasher.hash(|h| {
-                        r.id.hash(h);
-                        r.limit_app.hash(h);
-                        r.hash_breaker_fields(h);
-                    })
-                },
-                // Only the presentation differs (`id`; `limitApp`, which breakers ignore): an open
-                // breaker must not close because a dashboard renumbered its rules.
-                similar_fields: |r: &DegradeRule| hasher.hash(|h| r.hash_breaker_fields(h)),
-                similar: DegradeRule::eq_breaker_fields,
+            // Only the presentation differs (`id`; `limitApp`, which breakers ignore): an open
+            // breaker must not close because a dashboard renumbered its rules.
+            Similar {
+                fields: |r: &DegradeRule, h: &mut FieldHasher| r.hash_breaker_fields(h),
+                holds: DegradeRule::eq_breaker_fields,
             },
             |rule, similar| match similar {
                 Some(old) => RuleState::carried(rule, &self.observers, old),
@@ -270,7 +249,7 @@ impl RuleKind for DegradeKind {
             },
         );
         DegradeSnapshot {
-            index: RuleIndex::new(in_order.iter().zip(patterns), |s| {
+            index: RuleIndex::new(in_order.iter().zip(load.patterns), |s| {
                 (!s.rule.is_default()).then_some(s.rule.resource.as_str())
             }),
             defaults: in_order
@@ -292,12 +271,8 @@ impl RuleKind for DegradeKind {
             .store(!compiled.defaults.is_empty(), Ordering::Release);
     }
 
-    fn names_exactly(compiled: &DegradeSnapshot, resource: &str) -> bool {
-        compiled.names(resource)
-    }
-
-    fn push_matching_regex(compiled: &DegradeSnapshot, resource: &str, signature: &mut String) {
-        compiled.index.push_matching(resource, 'd', signature);
+    fn named(compiled: &DegradeSnapshot) -> Option<&dyn NamedResources> {
+        Some(&compiled.index)
     }
 }
 

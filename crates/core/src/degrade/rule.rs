@@ -10,8 +10,8 @@ use std::hash::{Hash, Hasher};
 use serde_json::{Map, Value, json};
 
 use crate::rules::{
-    Fields, RuleError, RuleFields, RuleType, SentinelRule, check_pattern, check_rule_head,
-    hash_f64, rule_head,
+    Coded, Fields, HashRule, RuleError, RuleFields, RuleType, SentinelRule, check_pattern,
+    check_rule_head, compared_fields, object, rule_head,
 };
 
 /// The resource name of a default rule: it applies to every resource without a degrade rule of its own.
@@ -22,22 +22,26 @@ pub const DEFAULT_DEGRADE_RESOURCE: &str = "*";
 pub enum DegradeGrade {
     /// The share of calls slower than `count` ms (JSON `0`, the default).
     #[default]
-    SlowRequestRatio,
+    SlowRequestRatio = 0,
     /// The share of calls that traced an error (JSON `1`); `count` is the ratio in `[0, 1]`.
-    ErrorRatio,
+    ErrorRatio = 1,
     /// The number of calls that traced an error (JSON `2`).
-    ErrorCount,
+    ErrorCount = 2,
 }
 
 impl DegradeGrade {
     /// Sentinel's number for the grade.
     pub fn as_i32(self) -> i32 {
-        match self {
-            DegradeGrade::SlowRequestRatio => 0,
-            DegradeGrade::ErrorRatio => 1,
-            DegradeGrade::ErrorCount => 2,
-        }
+        self as i32
     }
+}
+
+impl Coded for DegradeGrade {
+    const BY_CODE: &'static [Self] = &[
+        DegradeGrade::SlowRequestRatio,
+        DegradeGrade::ErrorRatio,
+        DegradeGrade::ErrorCount,
+    ];
 }
 
 /// A circuit-breaking rule (Sentinel's `DegradeRule`). Each rule drives its own breaker.
@@ -111,48 +115,6 @@ impl DegradeRule {
         DegradeRule::new(resource, DegradeGrade::ErrorCount, count)
     }
 
-    /// Sets how long the breaker stays open, in seconds.
-    pub fn time_window(mut self, seconds: u32) -> Self {
-        self.time_window = seconds;
-        self
-    }
-
-    /// Sets the calls a window must hold before it is judged.
-    pub fn min_request_amount(mut self, amount: u32) -> Self {
-        self.min_request_amount = amount;
-        self
-    }
-
-    /// Sets the slow-call share above which a slow-request-ratio breaker opens.
-    pub fn slow_ratio_threshold(mut self, threshold: f64) -> Self {
-        self.slow_ratio_threshold = threshold;
-        self
-    }
-
-    /// Sets the statistics window in ms.
-    pub fn stat_interval_ms(mut self, ms: u32) -> Self {
-        self.stat_interval_ms = ms;
-        self
-    }
-
-    /// Sets the caller the rule is meant for.
-    pub fn limit_app(mut self, limit_app: impl Into<String>) -> Self {
-        self.limit_app = limit_app.into();
-        self
-    }
-
-    /// Makes `resource` a regular expression.
-    pub fn regex(mut self) -> Self {
-        self.regex = true;
-        self
-    }
-
-    /// Sets the id.
-    pub fn id(mut self, id: i64) -> Self {
-        self.id = Some(id);
-        self
-    }
-
     /// Whether this is a default rule (resource `"*"`), applied to resources without rules of their own.
     pub fn is_default(&self) -> bool {
         !self.regex && self.resource == DEFAULT_DEGRADE_RESOURCE
@@ -163,59 +125,106 @@ impl DegradeRule {
         u64::from(self.time_window) * 1000
     }
 
+    /// Every field a breaker uses (all but `id` and `limitApp`), compared with `==` and hashed alike:
+    /// one list of the fields that [`hash_breaker_fields`](Self::hash_breaker_fields) and
+    /// [`eq_breaker_fields`](Self::eq_breaker_fields) both read.
+    fn breaker_fields(&self) -> impl Hash + PartialEq {
+        compared_fields!(self => DegradeRule {
+            resource, grade, count: Float, time_window, min_request_amount,
+            slow_ratio_threshold: Float, stat_interval_ms, regex;
+            ignoring id, limit_app
+        })
+    }
+
     /// Whether this rule and `other` are equal in every field a breaker uses (all but `id` and
     /// `limitApp`), without copying either.
     pub(crate) fn eq_breaker_fields(&self, other: &DegradeRule) -> bool {
-        let DegradeRule {
-            id: _,
-            resource,
-            limit_app: _,
-            grade,
-            count,
-            time_window,
-            min_request_amount,
-            slow_ratio_threshold,
-            stat_interval_ms,
-            regex,
-        } = self;
-        *resource == other.resource
-            && *grade == other.grade
-            && *count == other.count
-            && *time_window == other.time_window
-            && *min_request_amount == other.min_request_amount
-            && *slow_ratio_threshold == other.slow_ratio_threshold
-            && *stat_interval_ms == other.stat_interval_ms
-            && *regex == other.regex
+        self.breaker_fields() == other.breaker_fields()
     }
 
-    /// Checks the rule; `index` is its position in the list being loaded.
     /// Feeds every field a breaker uses to `h` (all but `id` and `limitApp`), so that rules that differ
     /// only in those hash alike (a reload pairs rules by it).
     pub(crate) fn hash_breaker_fields(&self, h: &mut impl Hasher) {
-        let DegradeRule {
-            id: _,
-            resource,
-            limit_app: _,
-            grade,
-            count,
-            time_window,
-            min_request_amount,
-            slow_ratio_threshold,
-            stat_interval_ms,
-            regex,
-        } = self;
-        resource.hash(h);
-        grade.hash(h);
-        hash_f64(*count, h);
-        time_window.hash(h);
-        min_request_amount.hash(h);
-        hash_f64(*slow_ratio_threshold, h);
-        stat_interval_ms.hash(h);
-        regex.hash(h);
+        self.breaker_fields().hash(h);
+    }
+}
+
+crate::rules::rule_setters! {
+    DegradeRule {
+        /// Sets how long the breaker stays open, in seconds.
+        time_window(seconds: u32);
+        /// Sets the calls a window must hold before it is judged.
+        min_request_amount(amount: u32);
+        /// Sets the slow-call share above which a slow-request-ratio breaker opens.
+        slow_ratio_threshold(threshold: f64);
+        /// Sets the statistics window in ms.
+        stat_interval_ms(ms: u32);
+        /// Sets the caller the rule is meant for.
+        limit_app(limit_app: impl Into<String>) = limit_app.into();
+        /// Makes `resource` a regular expression.
+        regex() = true;
+        /// Sets the id.
+        id(id: i64) = Some(id);
+    }
+}
+
+crate::rules::serde_via_fields!(DegradeRule);
+
+impl HashRule for DegradeRule {
+    fn without_id(&self) -> impl Hash + PartialEq {
+        (&self.limit_app, self.breaker_fields())
+    }
+}
+
+impl SentinelRule for DegradeRule {
+    const TYPE: RuleType = RuleType::Degrade;
+
+    fn target(&self) -> Option<(&str, bool)> {
+        Some((&self.resource, self.regex))
+    }
+
+    /// The JSON fields Sentinel's `DegradeRule` adds to every rule's.
+    const FIELDS: Fields = Fields::new(
+        &[
+            "grade",
+            "count",
+            "timeWindow",
+            "minRequestAmount",
+            "slowRatioThreshold",
+            "statIntervalMs",
+        ],
+        &[],
+    );
+
+    /// Reads a rule from Sentinel JSON.
+    fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {
+        let grade = f.code(
+            "grade",
+            "0 (slow request ratio), 1 (error ratio) or 2 (error count)",
+        )?;
+        let count = f.required_number("count")?;
+        let mut rule = DegradeRule::new(f.string("resource")?.unwrap_or_default(), grade, count);
+        rule.id = f.integer("id")?;
+        if let Some(app) = f.limit_app()? {
+            rule.limit_app = app.to_owned();
+        }
+        let positive = |field: &str, default: u32| match f.integer(field)? {
+            None => Ok(default),
+            Some(v) if v <= 0 => Err(f.error(field, format!("must be > 0, got {v}"))),
+            Some(v) => {
+                u32::try_from(v).map_err(|_| f.error(field, format!("is out of range: {v}")))
+            }
+        };
+        rule.time_window = positive("timeWindow", 0)?;
+        rule.min_request_amount = positive("minRequestAmount", 5)?;
+        rule.stat_interval_ms = positive("statIntervalMs", 1000)?;
+        rule.slow_ratio_threshold = f.number("slowRatioThreshold")?.unwrap_or(1.0);
+        rule.regex = f.boolean("regex")?.unwrap_or(false);
+        Ok(rule)
     }
 
     /// Checks the rule; `index` is its position in the list being loaded.
-    pub(crate) fn validate(&self, index: usize) -> Result<(), RuleError> {
+    fn check(&self, index: usize) -> Result<(), RuleError> {
         let err = |field: &str, reason: String| Err(RuleError::invalid(index, field, reason));
         check_rule_head(index, &self.resource, &self.limit_app, self.count)?;
         if self.grade == DegradeGrade::ErrorRatio && self.count > 1.0 {
@@ -251,88 +260,18 @@ impl DegradeRule {
         }
         Ok(())
     }
-}
-
-crate::rules::serde_via_fields!(DegradeRule);
-
-impl SentinelRule for DegradeRule {
-    const TYPE: RuleType = RuleType::Degrade;
-
-    fn target(&self) -> Option<(&str, bool)> {
-        Some((&self.resource, self.regex))
-    }
-
-    fn check(&self, index: usize) -> Result<(), RuleError> {
-        self.validate(index)
-    }
-
-    /// The JSON fields of Sentinel's `DegradeRule`.
-    const FIELDS: Fields = Fields::new(
-        &[
-            "id",
-            "resource",
-            "limitApp",
-            "regex",
-            "grade",
-            "count",
-            "timeWindow",
-            "minRequestAmount",
-            "slowRatioThreshold",
-            "statIntervalMs",
-        ],
-        &[],
-    );
-
-    /// Reads a rule from Sentinel JSON.
-    fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {
-        let grade = match f.integer("grade")?.unwrap_or(0) {
-            0 => DegradeGrade::SlowRequestRatio,
-            1 => DegradeGrade::ErrorRatio,
-            2 => DegradeGrade::ErrorCount,
-            g => {
-                return Err(f.error(
-                    "grade",
-                    format!(
-                        "must be 0 (slow request ratio), 1 (error ratio) or 2 (error count), got {g}"
-                    ),
-                ));
-            }
-        };
-        let count = f.required_number("count")?;
-        let mut rule = DegradeRule::new(f.string("resource")?.unwrap_or_default(), grade, count);
-        rule.id = f.integer("id")?;
-        if let Some(app) = f.limit_app()? {
-            rule.limit_app = app.to_owned();
-        }
-        let positive = |field: &str, default: u32| match f.integer(field)? {
-            None => Ok(default),
-            Some(v) if v <= 0 => Err(f.error(field, format!("must be > 0, got {v}"))),
-            Some(v) => {
-                u32::try_from(v).map_err(|_| f.error(field, format!("is out of range: {v}")))
-            }
-        };
-        rule.time_window = positive("timeWindow", 0)?;
-        rule.min_request_amount = positive("minRequestAmount", 5)?;
-        rule.stat_interval_ms = positive("statIntervalMs", 1000)?;
-        rule.slow_ratio_threshold = f.number("slowRatioThreshold")?.unwrap_or(1.0);
-        rule.regex = f.boolean("regex")?.unwrap_or(false);
-        rule.validate(f.index())?;
-        Ok(rule)
-    }
 
     /// The rule as Sentinel JSON (nulls omitted).
     fn to_json(&self) -> Map<String, Value> {
-        let mut m = rule_head(self.id, &self.resource, &self.limit_app);
-        m.insert("grade".into(), json!(self.grade.as_i32()));
-        m.insert("count".into(), json!(self.count));
-        m.insert("timeWindow".into(), json!(self.time_window));
-        m.insert("minRequestAmount".into(), json!(self.min_request_amount));
-        m.insert(
-            "slowRatioThreshold".into(),
-            json!(self.slow_ratio_threshold),
-        );
-        m.insert("statIntervalMs".into(), json!(self.stat_interval_ms));
-        m.insert("regex".into(), json!(self.regex));
+        let mut m = rule_head(self.id, &self.resource, &self.limit_app, self.regex);
+        m.extend(object(json!({
+            "grade": self.grade.as_i32(),
+            "count": self.count,
+            "timeWindow": self.time_window,
+            "minRequestAmount": self.min_request_amount,
+            "slowRatioThreshold": self.slow_ratio_threshold,
+            "statIntervalMs": self.stat_interval_ms,
+        })));
         m
     }
 }

@@ -11,11 +11,8 @@
 //! dashboard numbering its rules afresh) starts from a copy of that controller's state
 //! (`a_rule_reloaded_with_only_its_id_changed_keeps_its_warmth`). Loading the list in force is a no-op.
 
-use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
-
-use regex::Regex;
 
 use super::limit_app::LimitApp;
 use super::rule::{ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
@@ -26,8 +23,8 @@ use crate::keyed_hash::KeyedMap;
 use crate::registry::Resource;
 
 use crate::rules::{
-    CompiledRules, HoldsRule, ResourceTable, RuleHasher, RuleIndex, RuleKind, RulePairing,
-    carry_over_rules,
+    Build, CompiledRules, FieldHasher, HashRule, HoldsRule, NamedResources, ResourceTable,
+    RuleIndex, RuleKind, Similar, carry_over_rules,
 };
 
 /// How a rule shapes traffic, with its state.
@@ -298,28 +295,16 @@ impl RuleKind for FlowKind {
     type Checked = Vec<FlowRule>;
     type Compiled = FlowSnapshot;
 
-    fn build(
-        &self,
-        old: &FlowSnapshot,
-        rules: Vec<FlowRule>,
-        patterns: Vec<Option<Regex>>,
-    ) -> FlowSnapshot {
-        let hasher = RuleHasher::new();
+    fn build(&self, load: Build<'_, Self>) -> FlowSnapshot {
         let in_order = carry_over_rules(
-            &old.in_order,
-            rules,
+            &load.old.in_order,
+            load.checked,
             |r| r,
-            RulePairing {
-                every_field: |r: &FlowRule| {
-                    hasher.hash(|h| {
-                        r.id.hash(h);
-                        r.hash_without_id(h);
-                    })
-                },
-                // Only the id differs: a dashboard that numbers its rules afresh (after a restart)
-                // must not send warm-up back to cold or drop pacing reservations.
-                similar_fields: |r: &FlowRule| hasher.hash(|h| r.hash_without_id(h)),
-                similar: |old: &FlowRule, new: &FlowRule| old.id != new.id && old.eq_but_id(new),
+            // Only the id differs: a dashboard that numbers its rules afresh (after a restart) must
+            // not send warm-up back to cold or drop pacing reservations.
+            Similar {
+                fields: |r: &FlowRule, h: &mut FieldHasher| r.hash_without_id(h),
+                holds: |old: &FlowRule, new: &FlowRule| old.id != new.id && old.eq_but_id(new),
             },
             |rule, similar| self.state(rule, similar),
         );
@@ -331,7 +316,7 @@ impl RuleKind for FlowKind {
                     .filter_map(|s| Some((Box::from(s.rule.ref_resource.as_deref()?), ())))
                     .collect()
             }),
-            index: RuleIndex::new(in_order.iter().zip(patterns), |s| {
+            index: RuleIndex::new(in_order.iter().zip(load.patterns), |s| {
                 Some(s.rule.resource.as_str())
             }),
             in_order,
@@ -339,13 +324,13 @@ impl RuleKind for FlowKind {
         }
     }
 
+    fn named(compiled: &FlowSnapshot) -> Option<&dyn NamedResources> {
+        Some(&compiled.index)
+    }
+
     /// A rule names a resource exactly, or a RELATE rule reads it (its reference must be counted).
     fn names_exactly(compiled: &FlowSnapshot, resource: &str) -> bool {
         compiled.names(resource) || compiled.references(resource, FlowStrategy::Relate)
-    }
-
-    fn push_matching_regex(compiled: &FlowSnapshot, resource: &str, signature: &mut String) {
-        compiled.index.push_matching(resource, 'f', signature);
     }
 
     /// The origins named by a specific `limitApp`.

@@ -14,7 +14,6 @@ mod warm_up_rate_limiter;
 pub use manager::FlowStatus;
 pub(crate) use manager::{FlowKind, FlowRules};
 pub(crate) use reject::RejectController;
-pub(crate) use rule::u32_range;
 pub use rule::{ClusterFlowConfig, ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
 pub(crate) use slot::FlowSlot;
 pub(crate) use throttling::ThrottlingController;

@@ -1,41 +1,39 @@
 //! `FlowRule`: Sentinel's flow rule, every field, default and JSON name.
 
-use std::hash::{Hash, Hasher};
+use std::hash::Hash;
 
 use serde_json::{Map, Value, json};
 
 use crate::rules::{
-    ClusterFields, Fields, RuleError, RuleFields, RuleType, SentinelRule, check_cluster_fields,
-    check_pattern, check_rule_head, hash_f64, rule_head,
+    ClusterFields, Coded, Fields, HashRule, RuleError, RuleFields, RuleType, SentinelRule,
+    check_pattern, check_rule_head, cluster_config, cluster_fields_of, compared_fields, object,
+    rule_head,
 };
 
 /// What a flow rule counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum FlowGrade {
     /// Requests in flight (JSON `0`).
-    Thread,
+    Thread = 0,
     /// Admitted requests per second (JSON `1`, the default).
     #[default]
-    Qps,
+    Qps = 1,
 }
 
 impl FlowGrade {
     /// Sentinel's code: 0 thread, 1 QPS.
     pub fn code(self) -> i32 {
-        match self {
-            FlowGrade::Thread => 0,
-            FlowGrade::Qps => 1,
-        }
+        self as i32
     }
 
     /// Reads `grade` (default QPS).
     pub(crate) fn read(f: &RuleFields<'_>) -> Result<Self, RuleError> {
-        match f.integer("grade")?.unwrap_or(1) {
-            0 => Ok(FlowGrade::Thread),
-            1 => Ok(FlowGrade::Qps),
-            g => Err(f.error("grade", format!("must be 0 (thread) or 1 (QPS), got {g}"))),
-        }
+        f.code("grade", "0 (thread) or 1 (QPS)")
     }
+}
+
+impl Coded for FlowGrade {
+    const BY_CODE: &'static [Self] = &[FlowGrade::Thread, FlowGrade::Qps];
 }
 
 /// Whose statistics a flow rule reads.
@@ -43,11 +41,19 @@ impl FlowGrade {
 pub enum FlowStrategy {
     /// The resource itself (JSON `0`).
     #[default]
-    Direct,
+    Direct = 0,
     /// Another resource's cluster node, `refResource` (JSON `1`).
-    Relate,
+    Relate = 1,
     /// This resource's node in the context named `refResource`, only when entered from it (JSON `2`).
-    Chain,
+    Chain = 2,
+}
+
+impl Coded for FlowStrategy {
+    const BY_CODE: &'static [Self] = &[
+        FlowStrategy::Direct,
+        FlowStrategy::Relate,
+        FlowStrategy::Chain,
+    ];
 }
 
 /// What a QPS rule does with traffic over the threshold.
@@ -55,25 +61,29 @@ pub enum FlowStrategy {
 pub enum ControlBehavior {
     /// Reject at once (JSON `0`).
     #[default]
-    Reject,
+    Reject = 0,
     /// Token-bucket warm-up from a third of the threshold (JSON `1`).
-    WarmUp,
+    WarmUp = 1,
     /// Uniform pacing, queueing up to `maxQueueingTimeMs` (JSON `2`).
-    RateLimiter,
+    RateLimiter = 2,
     /// Warm-up pacing (JSON `3`).
-    WarmUpRateLimiter,
+    WarmUpRateLimiter = 3,
 }
 
 impl ControlBehavior {
     /// Sentinel's code: 0 reject, 1 warm-up, 2 rate limiter, 3 warm-up rate limiter.
     pub fn code(self) -> i32 {
-        match self {
-            ControlBehavior::Reject => 0,
-            ControlBehavior::WarmUp => 1,
-            ControlBehavior::RateLimiter => 2,
-            ControlBehavior::WarmUpRateLimiter => 3,
-        }
+        self as i32
     }
+}
+
+impl Coded for ControlBehavior {
+    const BY_CODE: &'static [Self] = &[
+        ControlBehavior::Reject,
+        ControlBehavior::WarmUp,
+        ControlBehavior::RateLimiter,
+        ControlBehavior::WarmUpRateLimiter,
+    ];
 }
 
 /// Cluster flow control settings (Sentinel's `ClusterFlowConfig`). Floodgate has no token server yet, so
@@ -105,18 +115,13 @@ pub struct ClusterFlowConfig {
 
 impl Default for ClusterFlowConfig {
     fn default() -> Self {
-        ClusterFlowConfig {
-            flow_id: 0,
-            threshold_type: 0,
-            fallback_to_local_when_fail: true,
+        cluster_config!(ClusterFlowConfig {
             strategy: 0,
-            sample_count: 10,
-            window_interval_ms: 1000,
             resource_timeout: 2000,
             resource_timeout_strategy: 0,
             acquire_refuse_strategy: 0,
             client_offline_time: 2000,
-        }
+        } with ClusterFields::default())
     }
 }
 
@@ -180,178 +185,44 @@ impl FlowRule {
         }
     }
 
-    /// Sets the grade.
-    pub fn grade(mut self, grade: FlowGrade) -> Self {
-        self.grade = grade;
-        self
-    }
-
-    /// Sets the caller the rule limits.
-    pub fn limit_app(mut self, limit_app: impl Into<String>) -> Self {
-        self.limit_app = limit_app.into();
-        self
-    }
-
     /// Sets the strategy and its reference resource (or context).
     pub fn strategy(mut self, strategy: FlowStrategy, ref_resource: impl Into<String>) -> Self {
         self.strategy = strategy;
         self.ref_resource = Some(ref_resource.into());
         self
     }
+}
 
-    /// Sets the control behavior.
-    pub fn control_behavior(mut self, behavior: ControlBehavior) -> Self {
-        self.control_behavior = behavior;
-        self
-    }
-
-    /// Sets the warm-up period.
-    pub fn warm_up_period_sec(mut self, seconds: u32) -> Self {
-        self.warm_up_period_sec = seconds;
-        self
-    }
-
-    /// Sets the longest queueing wait.
-    pub fn max_queueing_time_ms(mut self, ms: u32) -> Self {
-        self.max_queueing_time_ms = ms;
-        self
-    }
-
-    /// Makes `resource` a regular expression.
-    pub fn regex(mut self) -> Self {
-        self.regex = true;
-        self
-    }
-
-    /// Sets the id.
-    pub fn id(mut self, id: i64) -> Self {
-        self.id = Some(id);
-        self
-    }
-
-    /// Feeds every field but `id` to `h`, so that rules equal but for their id hash alike (a reload
-    /// pairs rules by it).
-    pub(crate) fn hash_without_id(&self, h: &mut impl Hasher) {
-        let FlowRule {
-            id: _,
-            resource,
-            limit_app,
-            grade,
-            count,
-            strategy,
-            ref_resource,
-            control_behavior,
-            warm_up_period_sec,
-            max_queueing_time_ms,
-            cluster_mode,
-            cluster_config,
-            regex,
-        } = self;
-        resource.hash(h);
-        limit_app.hash(h);
-        grade.hash(h);
-        hash_f64(*count, h);
-        strategy.hash(h);
-        ref_resource.hash(h);
-        control_behavior.hash(h);
-        warm_up_period_sec.hash(h);
-        max_queueing_time_ms.hash(h);
-        cluster_mode.hash(h);
-        cluster_config.hash(h);
-        regex.hash(h);
-    }
-
-    /// Whether this rule and `other` are equal but for their ids (without copying either).
-    pub(crate) fn eq_but_id(&self, other: &FlowRule) -> bool {
-        let FlowRule {
-            id: _,
-            resource,
-            limit_app,
-            grade,
-            count,
-            strategy,
-            ref_resource,
-            control_behavior,
-            warm_up_period_sec,
-            max_queueing_time_ms,
-            cluster_mode,
-            cluster_config,
-            regex,
-        } = self;
-        *resource == other.resource
-            && *limit_app == other.limit_app
-            && *grade == other.grade
-            && *count == other.count
-            && *strategy == other.strategy
-            && *ref_resource == other.ref_resource
-            && *control_behavior == other.control_behavior
-            && *warm_up_period_sec == other.warm_up_period_sec
-            && *max_queueing_time_ms == other.max_queueing_time_ms
-            && *cluster_mode == other.cluster_mode
-            && *cluster_config == other.cluster_config
-            && *regex == other.regex
-    }
-
-    /// Checks the rule; `index` is its position in the list being loaded.
-    pub(crate) fn validate(&self, index: usize) -> Result<(), RuleError> {
-        let err = |field: &str, reason: String| Err(RuleError::invalid(index, field, reason));
-        check_rule_head(index, &self.resource, &self.limit_app, self.count)?;
-        if self.strategy != FlowStrategy::Direct
-            && self
-                .ref_resource
-                .as_deref()
-                .is_none_or(|r| r.trim().is_empty())
-        {
-            return err(
-                "refResource",
-                "is required for the relate and chain strategies".into(),
-            );
-        }
-        // A concurrency rule rejects whatever its `controlBehavior` says, as in Sentinel, which checks
-        // the behaviour's fields of QPS rules only (its dashboard keeps a behaviour picked before the
-        // grade was switched: refusing the rule refused the whole push).
-        let behavior = match self.grade {
-            FlowGrade::Qps => self.control_behavior,
-            FlowGrade::Thread => ControlBehavior::Reject,
-        };
-        if matches!(
-            behavior,
-            ControlBehavior::WarmUp | ControlBehavior::WarmUpRateLimiter
-        ) && self.warm_up_period_sec == 0
-        {
-            return err("warmUpPeriodSec", "must be > 0 for warm-up".into());
-        }
-        if self.regex {
-            check_pattern(index, &self.resource)?;
-            if self.cluster_mode || behavior != ControlBehavior::Reject {
-                return err("regex", "regex rules must be local reject rules".into());
-            }
-        }
-        if self.cluster_mode {
-            let Some(c) = &self.cluster_config else {
-                return err("clusterConfig", "is required in cluster mode".into());
-            };
-            check_cluster_fields(
-                index,
-                ClusterFields {
-                    flow_id: c.flow_id,
-                    threshold_type: c.threshold_type,
-                    sample_count: c.sample_count,
-                    window_interval_ms: c.window_interval_ms,
-                },
-            )?;
-            if c.strategy != 0 {
-                return err(
-                    "clusterConfig.strategy",
-                    format!("must be 0, got {}", c.strategy),
-                );
-            }
-        }
-        Ok(())
+crate::rules::rule_setters! {
+    FlowRule {
+        /// Sets the grade.
+        grade(grade: FlowGrade);
+        /// Sets the caller the rule limits.
+        limit_app(limit_app: impl Into<String>) = limit_app.into();
+        /// Sets the control behavior.
+        control_behavior(behavior: ControlBehavior);
+        /// Sets the warm-up period.
+        warm_up_period_sec(seconds: u32);
+        /// Sets the longest queueing wait.
+        max_queueing_time_ms(ms: u32);
+        /// Makes `resource` a regular expression.
+        regex() = true;
+        /// Sets the id.
+        id(id: i64) = Some(id);
     }
 }
 
 crate::rules::serde_via_fields!(FlowRule);
+
+impl HashRule for FlowRule {
+    fn without_id(&self) -> impl Hash + PartialEq {
+        compared_fields!(self => FlowRule {
+            resource, limit_app, grade, count: Float, strategy, ref_resource, control_behavior,
+            warm_up_period_sec, max_queueing_time_ms, cluster_mode, cluster_config, regex;
+            ignoring id
+        })
+    }
+}
 
 impl SentinelRule for FlowRule {
     const TYPE: RuleType = RuleType::Flow;
@@ -360,17 +231,9 @@ impl SentinelRule for FlowRule {
         Some((&self.resource, self.regex))
     }
 
-    fn check(&self, index: usize) -> Result<(), RuleError> {
-        self.validate(index)
-    }
-
-    /// The JSON fields of Sentinel's `FlowRule` and its `ClusterFlowConfig`.
+    /// The JSON fields Sentinel's `FlowRule` adds to every rule's, and its `ClusterFlowConfig`'s.
     const FIELDS: Fields = Fields::new(
         &[
-            "id",
-            "resource",
-            "limitApp",
-            "regex",
             "grade",
             "count",
             "strategy",
@@ -410,54 +273,19 @@ impl SentinelRule for FlowRule {
         }
         rule.grade = FlowGrade::read(&f)?;
         rule.count = f.required_number("count")?;
-        rule.strategy = match f.integer("strategy")?.unwrap_or(0) {
-            0 => FlowStrategy::Direct,
-            1 => FlowStrategy::Relate,
-            2 => FlowStrategy::Chain,
-            s => {
-                return Err(f.error(
-                    "strategy",
-                    format!("must be 0 (direct), 1 (relate) or 2 (chain), got {s}"),
-                ));
-            }
-        };
+        rule.strategy = f.code("strategy", "0 (direct), 1 (relate) or 2 (chain)")?;
         rule.ref_resource = f.string("refResource")?.map(str::to_owned);
-        rule.control_behavior = match f.integer("controlBehavior")?.unwrap_or(0) {
-            0 => ControlBehavior::Reject,
-            1 => ControlBehavior::WarmUp,
-            2 => ControlBehavior::RateLimiter,
-            3 => ControlBehavior::WarmUpRateLimiter,
-            b => {
-                return Err(f.error(
-                    "controlBehavior",
-                    format!(
-                        "must be 0 (reject), 1 (warm-up), 2 (rate limiter) or 3 (warm-up rate limiter), got {b}"
-                    ),
-                ));
-            }
-        };
-        let non_negative = |field: &str, v: Option<i64>, default: u32| match v {
-            None => Ok(default),
-            Some(v) => u32::try_from(v).map_err(|_| f.error(field, u32_range(v))),
-        };
-        rule.warm_up_period_sec =
-            non_negative("warmUpPeriodSec", f.integer("warmUpPeriodSec")?, 10)?;
-        rule.max_queueing_time_ms =
-            non_negative("maxQueueingTimeMs", f.integer("maxQueueingTimeMs")?, 500)?;
+        rule.control_behavior = f.code(
+            "controlBehavior",
+            "0 (reject), 1 (warm-up), 2 (rate limiter) or 3 (warm-up rate limiter)",
+        )?;
+        rule.warm_up_period_sec = f.non_negative("warmUpPeriodSec")?.unwrap_or(10);
+        rule.max_queueing_time_ms = f.non_negative("maxQueueingTimeMs")?.unwrap_or(500);
         rule.cluster_mode = f.boolean("clusterMode")?.unwrap_or(false);
         rule.cluster_config = f.object("clusterConfig", |c| {
             let d = ClusterFlowConfig::default();
-            Ok(ClusterFlowConfig {
-                flow_id: c.integer("flowId")?.unwrap_or(d.flow_id),
-                threshold_type: c.int_in("thresholdType")?.unwrap_or(d.threshold_type),
-                fallback_to_local_when_fail: c
-                    .boolean("fallbackToLocalWhenFail")?
-                    .unwrap_or(d.fallback_to_local_when_fail),
+            Ok(cluster_config!(ClusterFlowConfig {
                 strategy: c.int_in("strategy")?.unwrap_or(d.strategy),
-                sample_count: c.int_in("sampleCount")?.unwrap_or(d.sample_count),
-                window_interval_ms: c
-                    .int_in("windowIntervalMs")?
-                    .unwrap_or(d.window_interval_ms),
                 resource_timeout: c.integer("resourceTimeout")?.unwrap_or(d.resource_timeout),
                 resource_timeout_strategy: c
                     .int_in("resourceTimeoutStrategy")?
@@ -468,68 +296,93 @@ impl SentinelRule for FlowRule {
                 client_offline_time: c
                     .integer("clientOfflineTime")?
                     .unwrap_or(d.client_offline_time),
-            })
+            } with ClusterFields::read(&c)?))
         })?;
         rule.regex = f.boolean("regex")?.unwrap_or(false);
-        rule.validate(f.index())?;
         Ok(rule)
+    }
+
+    /// Checks the rule; `index` is its position in the list being loaded.
+    fn check(&self, index: usize) -> Result<(), RuleError> {
+        let err = |field: &str, reason: String| Err(RuleError::invalid(index, field, reason));
+        check_rule_head(index, &self.resource, &self.limit_app, self.count)?;
+        if self.strategy != FlowStrategy::Direct
+            && self
+                .ref_resource
+                .as_deref()
+                .is_none_or(|r| r.trim().is_empty())
+        {
+            return err(
+                "refResource",
+                "is required for the relate and chain strategies".into(),
+            );
+        }
+        // A concurrency rule rejects whatever its `controlBehavior` says, as in Sentinel, which checks
+        // the behaviour's fields of QPS rules only (its dashboard keeps a behaviour picked before the
+        // grade was switched: refusing the rule refused the whole push).
+        let behavior = match self.grade {
+            FlowGrade::Qps => self.control_behavior,
+            FlowGrade::Thread => ControlBehavior::Reject,
+        };
+        if matches!(
+            behavior,
+            ControlBehavior::WarmUp | ControlBehavior::WarmUpRateLimiter
+        ) && self.warm_up_period_sec == 0
+        {
+            return err("warmUpPeriodSec", "must be > 0 for warm-up".into());
+        }
+        if self.regex {
+            check_pattern(index, &self.resource)?;
+            if self.cluster_mode || behavior != ControlBehavior::Reject {
+                return err("regex", "regex rules must be local reject rules".into());
+            }
+        }
+        if self.cluster_mode {
+            let Some(c) = &self.cluster_config else {
+                return err("clusterConfig", "is required in cluster mode".into());
+            };
+            cluster_fields_of!(c).check(index)?;
+            if c.strategy != 0 {
+                return err(
+                    "clusterConfig.strategy",
+                    format!("must be 0, got {}", c.strategy),
+                );
+            }
+        }
+        Ok(())
     }
 
     /// The rule as Sentinel JSON (nulls omitted).
     fn to_json(&self) -> Map<String, Value> {
-        let mut m = rule_head(self.id, &self.resource, &self.limit_app);
-        m.insert("grade".into(), json!(self.grade.code()));
-        m.insert("count".into(), json!(self.count));
-        m.insert(
-            "strategy".into(),
-            json!(match self.strategy {
-                FlowStrategy::Direct => 0,
-                FlowStrategy::Relate => 1,
-                FlowStrategy::Chain => 2,
-            }),
-        );
+        let mut m = rule_head(self.id, &self.resource, &self.limit_app, self.regex);
+        m.extend(object(json!({
+            "grade": self.grade.code(),
+            "count": self.count,
+            "strategy": self.strategy as i32,
+            "controlBehavior": self.control_behavior.code(),
+            "warmUpPeriodSec": self.warm_up_period_sec,
+            "maxQueueingTimeMs": self.max_queueing_time_ms,
+            "clusterMode": self.cluster_mode,
+        })));
         if let Some(r) = &self.ref_resource {
             m.insert("refResource".into(), json!(r));
         }
-        m.insert(
-            "controlBehavior".into(),
-            json!(self.control_behavior.code()),
-        );
-        m.insert("warmUpPeriodSec".into(), json!(self.warm_up_period_sec));
-        m.insert("maxQueueingTimeMs".into(), json!(self.max_queueing_time_ms));
-        m.insert("clusterMode".into(), json!(self.cluster_mode));
         if let Some(c) = &self.cluster_config {
-            m.insert(
-                "clusterConfig".into(),
-                json!({
-                    "flowId": c.flow_id,
-                    "thresholdType": c.threshold_type,
-                    "fallbackToLocalWhenFail": c.fallback_to_local_when_fail,
-                    "strategy": c.strategy,
-                    "sampleCount": c.sample_count,
-                    "windowIntervalMs": c.window_interval_ms,
-                    "resourceTimeout": c.resource_timeout,
-                    "resourceTimeoutStrategy": c.resource_timeout_strategy,
-                    "acquireRefuseStrategy": c.acquire_refuse_strategy,
-                    "clientOfflineTime": c.client_offline_time,
-                }),
-            );
+            let mut config = cluster_fields_of!(c).to_json();
+            config.extend(object(json!({
+                "strategy": c.strategy,
+                "resourceTimeout": c.resource_timeout,
+                "resourceTimeoutStrategy": c.resource_timeout_strategy,
+                "acquireRefuseStrategy": c.acquire_refuse_strategy,
+                "clientOfflineTime": c.client_offline_time,
+            })));
+            m.insert("clusterConfig".into(), Value::Object(config));
         }
-        m.insert("regex".into(), json!(self.regex));
         m
     }
 }
 
 crate::block::rule_with_id_and_limit_app!(FlowRule);
-
-/// Why `v` does not fit a `u32` rule field.
-pub(crate) fn u32_range(v: i64) -> String {
-    if v < 0 {
-        format!("must be ≥ 0, got {v}")
-    } else {
-        format!("must be at most {}, got {v}", u32::MAX)
-    }
-}
 
 #[cfg(test)]
 mod tests {

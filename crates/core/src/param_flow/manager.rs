@@ -18,8 +18,6 @@
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use regex::Regex;
-
 use super::cache::{NewValue, ValueCache};
 use super::concurrency;
 use super::rate_limiter::RateLimiter;
@@ -29,8 +27,9 @@ use crate::flow::{ControlBehavior, FlowGrade};
 use crate::param::{ParamValue, StoredValue};
 use crate::registry::Resource;
 use crate::rules::{
-    CheckedList, CompiledRules, HoldsRule, ResourceTable, RuleError, RuleHasher, RuleIndex,
-    RuleKind, RulePairing, all_or_errors, carry_over_rules, first_of_each, pattern,
+    Build, CheckedList, CompiledRules, HashRule, HoldsRule, NamedResources, ResourceTable,
+    RuleError, RuleHasher, RuleIndex, RuleKind, Similar, all_or_errors, carry_over_rules,
+    first_of_each, pattern,
 };
 
 /// Token buckets count in ms (Sentinel's windows); pacing counts in ns, so that rates above a thousand
@@ -407,11 +406,6 @@ impl ParamSnapshot {
         (!rules.is_empty()).then_some(rules)
     }
 
-    /// Whether some rule names `resource` exactly.
-    pub(crate) fn names(&self, resource: &str) -> bool {
-        self.index.names(resource)
-    }
-
     /// The status of every rule, in load order.
     pub(crate) fn statuses(&self) -> Vec<ParamFlowStatus> {
         self.in_order.iter().map(|s| s.status()).collect()
@@ -452,14 +446,6 @@ impl ParamFlowKind {
     }
 }
 
-/// The hash of every field of a rule, `id` included.
-fn every_field(hasher: &RuleHasher, r: &ParamFlowRule) -> u64 {
-    hasher.hash(|h| {
-        r.id.hash(h);
-        r.hash_without_id(h);
-    })
-}
-
 impl CheckedList<ParamFlowRule> for CheckedRules {
     /// Every rule is valid; exact duplicates are dropped (Sentinel keeps rules in a set).
     fn check(rules: Vec<ParamFlowRule>) -> Result<Self, RuleError> {
@@ -472,7 +458,7 @@ impl CheckedList<ParamFlowRule> for CheckedRules {
         let hasher = RuleHasher::new();
         let firsts = first_of_each(
             &validated,
-            |(_, r)| every_field(&hasher, r),
+            |(_, r)| hasher.hash_rule(r),
             |(_, a), (_, b)| a == b,
         );
         let mut checked = CheckedRules {
@@ -504,22 +490,20 @@ impl RuleKind for ParamFlowKind {
     type Checked = CheckedRules;
     type Compiled = ParamSnapshot;
 
-    fn build(
-        &self,
-        old: &ParamSnapshot,
-        checked: CheckedRules,
-        patterns: Vec<Option<Regex>>,
-    ) -> ParamSnapshot {
+    fn build(&self, load: Build<'_, Self>) -> ParamSnapshot {
+        let Build {
+            old,
+            checked,
+            patterns,
+        } = load;
         let generation = old.generation + 1;
-        let hasher = RuleHasher::new();
         let in_order = carry_over_rules(
             &old.in_order,
             checked.rules,
             |(r, _): &Parsed| r,
-            RulePairing {
-                every_field: |r: &ParamFlowRule| every_field(&hasher, r),
-                similar_fields: |r: &ParamFlowRule| hasher.hash(|h| hash_successor_fields(r, h)),
-                similar: |old: &ParamFlowRule, new: &ParamFlowRule| succeeds(new, old),
+            Similar {
+                fields: hash_successor_fields,
+                holds: |old: &ParamFlowRule, new: &ParamFlowRule| succeeds(new, old),
             },
             |(rule, items), similar| {
                 ParamRuleState::new(
@@ -547,12 +531,8 @@ impl RuleKind for ParamFlowKind {
         }
     }
 
-    fn names_exactly(compiled: &ParamSnapshot, resource: &str) -> bool {
-        compiled.names(resource)
-    }
-
-    fn push_matching_regex(compiled: &ParamSnapshot, resource: &str, signature: &mut String) {
-        compiled.index.push_matching(resource, 'p', signature);
+    fn named(compiled: &ParamSnapshot) -> Option<&dyn NamedResources> {
+        Some(&compiled.index)
     }
 }
 

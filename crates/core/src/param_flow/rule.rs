@@ -14,8 +14,9 @@ use serde_json::{Map, Value, json};
 use crate::flow::{ControlBehavior, FlowGrade};
 use crate::param::{ParamValue, StoredValue};
 use crate::rules::{
-    ClusterFields, Fields, Firsts, RuleError, RuleFields, RuleHasher, RuleType, SentinelRule,
-    check_cluster_fields, check_pattern, check_rule_head, hash_f64, rule_head,
+    ClusterFields, Fields, Firsts, HashRule, RuleError, RuleFields, RuleHasher, RuleType,
+    SentinelRule, check_pattern, check_rule_head, cluster_config, cluster_fields_of,
+    compared_fields, object, rule_head,
 };
 
 /// A value with its own threshold (Sentinel's `ParamFlowItem`).
@@ -160,13 +161,7 @@ pub struct ParamFlowClusterConfig {
 
 impl Default for ParamFlowClusterConfig {
     fn default() -> Self {
-        ParamFlowClusterConfig {
-            flow_id: 0,
-            threshold_type: 0,
-            fallback_to_local_when_fail: true,
-            sample_count: 10,
-            window_interval_ms: 1000,
-        }
+        cluster_config!(ParamFlowClusterConfig {} with ClusterFields::default())
     }
 }
 
@@ -236,51 +231,9 @@ impl ParamFlowRule {
         }
     }
 
-    /// Sets the grade.
-    pub fn grade(mut self, grade: FlowGrade) -> Self {
-        self.grade = grade;
-        self
-    }
-
-    /// Sets the control behavior (`Reject` or `RateLimiter`).
-    pub fn control_behavior(mut self, behavior: ControlBehavior) -> Self {
-        self.control_behavior = behavior;
-        self
-    }
-
-    /// Sets the longest queueing wait of the rate limiter.
-    pub fn max_queueing_time_ms(mut self, ms: u32) -> Self {
-        self.max_queueing_time_ms = ms;
-        self
-    }
-
-    /// Sets the burst.
-    pub fn burst_count(mut self, burst: u32) -> Self {
-        self.burst_count = burst;
-        self
-    }
-
-    /// Sets the window length in seconds.
-    pub fn duration_in_sec(mut self, seconds: u64) -> Self {
-        self.duration_in_sec = seconds;
-        self
-    }
-
     /// Adds a value with its own threshold.
     pub fn item(mut self, item: ParamFlowItem) -> Self {
         self.param_flow_item_list.push(item);
-        self
-    }
-
-    /// Makes `resource` a regular expression.
-    pub fn regex(mut self) -> Self {
-        self.regex = true;
-        self
-    }
-
-    /// Sets the id.
-    pub fn id(mut self, id: i64) -> Self {
-        self.id = Some(id);
         self
     }
 
@@ -288,73 +241,6 @@ impl ParamFlowRule {
     /// them (a token bucket per value for other QPS rules, calls in flight for THREAD rules).
     pub fn paces(&self) -> bool {
         self.grade == FlowGrade::Qps && self.control_behavior == ControlBehavior::RateLimiter
-    }
-
-    /// Feeds every field but `id` to `h`, so that rules equal but for their id hash alike (a reload
-    /// pairs rules by it).
-    pub(crate) fn hash_without_id(&self, h: &mut impl Hasher) {
-        let ParamFlowRule {
-            id: _,
-            resource,
-            limit_app,
-            grade,
-            param_idx,
-            count,
-            control_behavior,
-            max_queueing_time_ms,
-            burst_count,
-            duration_in_sec,
-            param_flow_item_list,
-            cluster_mode,
-            cluster_config,
-            regex,
-        } = self;
-        resource.hash(h);
-        limit_app.hash(h);
-        grade.hash(h);
-        param_idx.hash(h);
-        hash_f64(*count, h);
-        control_behavior.hash(h);
-        max_queueing_time_ms.hash(h);
-        burst_count.hash(h);
-        duration_in_sec.hash(h);
-        param_flow_item_list.hash(h);
-        cluster_mode.hash(h);
-        cluster_config.hash(h);
-        regex.hash(h);
-    }
-
-    /// Whether this rule and `other` are equal but for their ids (without copying either).
-    pub(crate) fn eq_but_id(&self, other: &ParamFlowRule) -> bool {
-        let ParamFlowRule {
-            id: _,
-            resource,
-            limit_app,
-            grade,
-            param_idx,
-            count,
-            control_behavior,
-            max_queueing_time_ms,
-            burst_count,
-            duration_in_sec,
-            param_flow_item_list,
-            cluster_mode,
-            cluster_config,
-            regex,
-        } = self;
-        *resource == other.resource
-            && *limit_app == other.limit_app
-            && *grade == other.grade
-            && *param_idx == other.param_idx
-            && *count == other.count
-            && *control_behavior == other.control_behavior
-            && *max_queueing_time_ms == other.max_queueing_time_ms
-            && *burst_count == other.burst_count
-            && *duration_in_sec == other.duration_in_sec
-            && *param_flow_item_list == other.param_flow_item_list
-            && *cluster_mode == other.cluster_mode
-            && *cluster_config == other.cluster_config
-            && *regex == other.regex
     }
 
     /// Feeds what identifies the values a THREAD rule counts (resource, argument, exception items) to
@@ -418,21 +304,43 @@ impl ParamFlowRule {
             let Some(c) = &self.cluster_config else {
                 return err("clusterConfig", "is required in cluster mode".into());
             };
-            check_cluster_fields(
-                index,
-                ClusterFields {
-                    flow_id: c.flow_id,
-                    threshold_type: c.threshold_type,
-                    sample_count: c.sample_count,
-                    window_interval_ms: c.window_interval_ms,
-                },
-            )?;
+            cluster_fields_of!(c).check(index)?;
         }
         Ok(items)
     }
 }
 
+crate::rules::rule_setters! {
+    ParamFlowRule {
+        /// Sets the grade.
+        grade(grade: FlowGrade);
+        /// Sets the control behavior (`Reject` or `RateLimiter`).
+        control_behavior(behavior: ControlBehavior);
+        /// Sets the longest queueing wait of the rate limiter.
+        max_queueing_time_ms(ms: u32);
+        /// Sets the burst.
+        burst_count(burst: u32);
+        /// Sets the window length in seconds.
+        duration_in_sec(seconds: u64);
+        /// Makes `resource` a regular expression.
+        regex() = true;
+        /// Sets the id.
+        id(id: i64) = Some(id);
+    }
+}
+
 crate::rules::serde_via_fields!(ParamFlowRule);
+
+impl HashRule for ParamFlowRule {
+    fn without_id(&self) -> impl Hash + PartialEq {
+        compared_fields!(self => ParamFlowRule {
+            resource, limit_app, grade, param_idx, count: Float, control_behavior,
+            max_queueing_time_ms, burst_count, duration_in_sec, param_flow_item_list,
+            cluster_mode, cluster_config, regex;
+            ignoring id
+        })
+    }
+}
 
 impl SentinelRule for ParamFlowRule {
     const TYPE: RuleType = RuleType::ParamFlow;
@@ -445,14 +353,10 @@ impl SentinelRule for ParamFlowRule {
         self.validate(index).map(drop)
     }
 
-    /// The JSON fields of Sentinel's `ParamFlowRule`, its `ParamFlowItem`s and its
-    /// `ParamFlowClusterConfig`.
+    /// The JSON fields Sentinel's `ParamFlowRule` adds to every rule's, its `ParamFlowItem`s' and its
+    /// `ParamFlowClusterConfig`'s.
     const FIELDS: Fields = Fields::new(
         &[
-            "id",
-            "resource",
-            "limitApp",
-            "regex",
             "grade",
             "paramIdx",
             "count",
@@ -500,30 +404,12 @@ impl SentinelRule for ParamFlowRule {
             rule.limit_app = app.to_owned();
         }
         rule.grade = FlowGrade::read(&f)?;
-        rule.control_behavior = match f.integer("controlBehavior")?.unwrap_or(0) {
-            0 => ControlBehavior::Reject,
-            1 => ControlBehavior::WarmUp,
-            2 => ControlBehavior::RateLimiter,
-            3 => ControlBehavior::WarmUpRateLimiter,
-            b => {
-                return Err(f.error(
-                    "controlBehavior",
-                    format!("must be 0 (default), 2 (rate limiter), or 1 or 3 (the default for parameter rules), got {b}"),
-                ));
-            }
-        };
-        // The fields' whole range (they are `u32`), so that every rule the typed API accepts loads
-        // back from its JSON.
-        let non_negative = |field: &str| -> Result<Option<u32>, RuleError> {
-            match f.integer(field)? {
-                None => Ok(None),
-                Some(v) => u32::try_from(v)
-                    .map(Some)
-                    .map_err(|_| f.error(field, crate::flow::u32_range(v))),
-            }
-        };
-        rule.max_queueing_time_ms = non_negative("maxQueueingTimeMs")?.unwrap_or(0);
-        rule.burst_count = non_negative("burstCount")?.unwrap_or(0);
+        rule.control_behavior = f.code(
+            "controlBehavior",
+            "0 (default), 2 (rate limiter), or 1 or 3 (the default for parameter rules)",
+        )?;
+        rule.max_queueing_time_ms = f.non_negative("maxQueueingTimeMs")?.unwrap_or(0);
+        rule.burst_count = f.non_negative("burstCount")?.unwrap_or(0);
         if let Some(d) = f.integer("durationInSec")? {
             rule.duration_in_sec = u64::try_from(d)
                 .map_err(|_| f.error("durationInSec", format!("must be > 0, got {d}")))?;
@@ -551,65 +437,43 @@ impl SentinelRule for ParamFlowRule {
             .unwrap_or_default();
         rule.cluster_mode = f.boolean("clusterMode")?.unwrap_or(false);
         rule.cluster_config = f.object("clusterConfig", |c| {
-            let d = ParamFlowClusterConfig::default();
-            Ok(ParamFlowClusterConfig {
-                flow_id: c.integer("flowId")?.unwrap_or(d.flow_id),
-                threshold_type: c.int_in("thresholdType")?.unwrap_or(d.threshold_type),
-                fallback_to_local_when_fail: c
-                    .boolean("fallbackToLocalWhenFail")?
-                    .unwrap_or(d.fallback_to_local_when_fail),
-                sample_count: c.int_in("sampleCount")?.unwrap_or(d.sample_count),
-                window_interval_ms: c
-                    .int_in("windowIntervalMs")?
-                    .unwrap_or(d.window_interval_ms),
-            })
+            Ok(cluster_config!(ParamFlowClusterConfig {} with ClusterFields::read(&c)?))
         })?;
         rule.regex = f.boolean("regex")?.unwrap_or(false);
-        rule.validate(f.index())?;
         Ok(rule)
     }
 
     /// The rule as Sentinel JSON (nulls omitted).
     fn to_json(&self) -> Map<String, Value> {
-        let mut m = rule_head(self.id, &self.resource, &self.limit_app);
-        m.insert("grade".into(), json!(self.grade.code()));
-        m.insert("paramIdx".into(), json!(self.param_idx));
-        m.insert("count".into(), json!(self.count));
-        m.insert(
-            "controlBehavior".into(),
-            json!(self.control_behavior.code()),
-        );
-        m.insert("maxQueueingTimeMs".into(), json!(self.max_queueing_time_ms));
-        m.insert("burstCount".into(), json!(self.burst_count));
-        m.insert("durationInSec".into(), json!(self.duration_in_sec));
+        let mut m = rule_head(self.id, &self.resource, &self.limit_app, self.regex);
         let items: Vec<Value> = self
             .param_flow_item_list
             .iter()
             .map(|item| {
-                let mut i = Map::new();
-                i.insert("object".into(), json!(item.object));
-                i.insert("count".into(), json!(item.count));
+                let mut i = object(json!({"object": item.object, "count": item.count}));
                 if let Some(c) = &item.class_type {
                     i.insert("classType".into(), json!(c));
                 }
                 Value::Object(i)
             })
             .collect();
-        m.insert("paramFlowItemList".into(), Value::Array(items));
-        m.insert("clusterMode".into(), json!(self.cluster_mode));
+        m.extend(object(json!({
+            "grade": self.grade.code(),
+            "paramIdx": self.param_idx,
+            "count": self.count,
+            "controlBehavior": self.control_behavior.code(),
+            "maxQueueingTimeMs": self.max_queueing_time_ms,
+            "burstCount": self.burst_count,
+            "durationInSec": self.duration_in_sec,
+            "paramFlowItemList": items,
+            "clusterMode": self.cluster_mode,
+        })));
         if let Some(c) = &self.cluster_config {
             m.insert(
                 "clusterConfig".into(),
-                json!({
-                    "flowId": c.flow_id,
-                    "thresholdType": c.threshold_type,
-                    "fallbackToLocalWhenFail": c.fallback_to_local_when_fail,
-                    "sampleCount": c.sample_count,
-                    "windowIntervalMs": c.window_interval_ms,
-                }),
+                Value::Object(cluster_fields_of!(c).to_json()),
             );
         }
-        m.insert("regex".into(), json!(self.regex));
         m
     }
 }

@@ -1,6 +1,5 @@
-//! Checks several rule kinds share: the head every resource rule has (resource, limitApp, count), the
-//! parts of a cluster config the flow and hot-parameter rules have in common, and the cap on the rules
-//! of one resource.
+//! Checks several rule kinds share: the head every resource rule has (resource, limitApp, count), and
+//! the cap on the rules of one resource.
 
 use super::RuleError;
 use crate::keyed_hash::{KeyedMap, keyed_map};
@@ -73,45 +72,6 @@ pub(crate) fn check_rule_head(
             "count",
             format!("must be a finite number ≥ 0, got {count}"),
         ));
-    }
-    Ok(())
-}
-
-/// The fields of a cluster config every cluster rule kind has.
-pub(crate) struct ClusterFields {
-    pub(crate) flow_id: i64,
-    pub(crate) threshold_type: i32,
-    pub(crate) sample_count: i32,
-    pub(crate) window_interval_ms: i32,
-}
-
-/// A positive `flowId`, a known `thresholdType` (0 per instance, 1 global) and a statistic window that
-/// divides evenly into its samples.
-pub(crate) fn check_cluster_fields(index: usize, c: ClusterFields) -> Result<(), RuleError> {
-    let err = |field: &str, reason: String| Err(RuleError::invalid(index, field, reason));
-    if c.flow_id <= 0 {
-        return err(
-            "clusterConfig.flowId",
-            format!("must be > 0, got {}", c.flow_id),
-        );
-    }
-    if !(0..=1).contains(&c.threshold_type) {
-        return err(
-            "clusterConfig.thresholdType",
-            format!("must be 0 or 1, got {}", c.threshold_type),
-        );
-    }
-    if c.sample_count <= 0
-        || c.window_interval_ms <= 0
-        || c.window_interval_ms % c.sample_count != 0
-    {
-        return err(
-            "clusterConfig.windowIntervalMs",
-            format!(
-                "must be positive and divisible by sampleCount ({} / {})",
-                c.window_interval_ms, c.sample_count
-            ),
-        );
     }
     Ok(())
 }

@@ -5,13 +5,17 @@ use serde_json::{Map, Value};
 
 use super::RuleWarning;
 
+/// The fields of Sentinel's `AbstractRule`, which every rule class extends: every rule kind has them.
+const ABSTRACT_RULE_FIELDS: [&str; 4] = ["id", "resource", "limitApp", "regex"];
+
 /// The fields Sentinel's dashboard keeps beside a rule's own (its rule entities: the app, the machine
 /// and the times of creation and change). Lists exported from that dashboard, or pushed by it to a
 /// configuration centre, carry them on every rule: they are known, and ignored without a warning.
 const DASHBOARD_ENTITY_FIELDS: [&str; 5] = ["app", "ip", "port", "gmtCreate", "gmtModified"];
 
 /// The fields of one kind of JSON object, and the shape of those that hold objects (an object, or an
-/// array of them).
+/// array of them). At the top of a rule, the fields every rule has (Sentinel's `AbstractRule`'s) and
+/// those its dashboard keeps are known too.
 #[derive(Debug)]
 pub(crate) struct Fields {
     names: &'static [&'static str],
@@ -63,7 +67,10 @@ impl Fields {
             }
         };
         for (field, value) in map {
-            if prefix.is_empty() && DASHBOARD_ENTITY_FIELDS.contains(&field.as_str()) {
+            if prefix.is_empty()
+                && (ABSTRACT_RULE_FIELDS.contains(&field.as_str())
+                    || DASHBOARD_ENTITY_FIELDS.contains(&field.as_str()))
+            {
                 continue;
             }
             if !self.knows(field) {

@@ -24,18 +24,22 @@ pub(crate) fn parse_rule_items(json: &str) -> Result<Vec<RuleItem>, RuleError> {
         ));
     }
     let value: Value = serde_json::from_str(json).map_err(|e| RuleError::Json(e.to_string()))?;
-    let items = match value {
-        Value::Array(items) => items,
-        _ => return Err(RuleError::NotAnArray),
-    };
-    Ok(items
+    match value {
+        Value::Array(items) => Ok(rule_items(items)),
+        _ => Err(RuleError::NotAnArray),
+    }
+}
+
+/// The items of an array of rules, each an object or its error.
+pub(crate) fn rule_items(items: Vec<Value>) -> Vec<RuleItem> {
+    items
         .into_iter()
         .enumerate()
         .map(|(index, item)| match item {
             Value::Object(map) => Ok(map),
             _ => Err(RuleError::invalid(index, "(rule)", "must be a JSON object")),
         })
-        .collect())
+        .collect()
 }
 
 /// Whether each item sets `regex` to `true`, in list order: what the regex cap counts before any rule
@@ -51,14 +55,37 @@ pub(crate) fn to_json_array(rules: impl IntoIterator<Item = Map<String, Value>>)
     Value::Array(rules.into_iter().map(Value::Object).collect()).to_string()
 }
 
-/// The fields every rule kind starts with: `id` (when set), `resource`, `limitApp`.
-pub(crate) fn rule_head(id: Option<i64>, resource: &str, limit_app: &str) -> Map<String, Value> {
+/// The fields of `object`, a JSON object written with `json!({…})` (none when it is not an object),
+/// so that a rule's fields are written as the object they make.
+pub(crate) fn object(object: Value) -> Map<String, Value> {
+    match object {
+        Value::Object(fields) => fields,
+        _ => Map::new(),
+    }
+}
+
+/// An enum Sentinel writes as an integer code, its variants numbered 0, 1, … in the order of
+/// [`BY_CODE`](Self::BY_CODE); its `Default` is the variant of an absent field.
+pub(crate) trait Coded: Copy + Default + 'static {
+    /// The variants, each at the position of its code.
+    const BY_CODE: &'static [Self];
+}
+
+/// The fields every rule kind has (Sentinel's `AbstractRule`): `id` (when set), `resource`,
+/// `limitApp` and `regex`.
+pub(crate) fn rule_head(
+    id: Option<i64>,
+    resource: &str,
+    limit_app: &str,
+    regex: bool,
+) -> Map<String, Value> {
     let mut m = Map::new();
     if let Some(id) = id {
         m.insert("id".into(), Value::from(id));
     }
     m.insert("resource".into(), Value::from(resource));
     m.insert("limitApp".into(), Value::from(limit_app));
+    m.insert("regex".into(), Value::from(regex));
     m
 }
 
@@ -88,11 +115,6 @@ impl<'a> RuleFields<'a> {
             prefix: "",
             map,
         }
-    }
-
-    /// The rule's index in its list.
-    pub(crate) fn index(&self) -> usize {
-        self.index
     }
 
     /// The full path of `field` (with the prefix of a nested object).
@@ -198,6 +220,35 @@ impl<'a> RuleFields<'a> {
                 .map(Some)
                 .map_err(|_| self.error(field, format!("is out of range: {i}"))),
         }
+    }
+
+    /// A whole-number field that must fit a `u32` (its whole range, so that every rule the typed API
+    /// accepts loads back from its JSON).
+    pub(crate) fn non_negative(&self, field: &str) -> Result<Option<u32>, RuleError> {
+        match self.integer(field)? {
+            None => Ok(None),
+            Some(v) => u32::try_from(v).map(Some).map_err(|_| {
+                let reason = if v < 0 {
+                    format!("must be ≥ 0, got {v}")
+                } else {
+                    format!("must be at most {}, got {v}", u32::MAX)
+                };
+                self.error(field, reason)
+            }),
+        }
+    }
+
+    /// A field holding the code of a [`Coded`] variant (its default when absent); `expected` names
+    /// the codes for the error (`0 (thread) or 1 (QPS)`).
+    pub(crate) fn code<T: Coded>(&self, field: &str, expected: &str) -> Result<T, RuleError> {
+        let Some(code) = self.integer(field)? else {
+            return Ok(T::default());
+        };
+        usize::try_from(code)
+            .ok()
+            .and_then(|i| T::BY_CODE.get(i))
+            .copied()
+            .ok_or_else(|| self.error(field, format!("must be {expected}, got {code}")))
     }
 
     /// A boolean field.
@@ -326,6 +377,36 @@ mod tests {
             "rule 1: `scalar` must be an array, got a number"
         );
         assert_eq!(f.array("missing", |i| i.integer("n")).unwrap(), None);
+    }
+
+    #[test]
+    fn each_coded_variant_stands_at_its_code() {
+        use crate::{AuthorityStrategy, ControlBehavior, DegradeGrade, FlowGrade, FlowStrategy};
+
+        fn at_their_codes<T: Coded + std::fmt::Debug>(code: impl Fn(T) -> i32) {
+            for (i, variant) in T::BY_CODE.iter().enumerate() {
+                assert_eq!(code(*variant), i as i32, "{variant:?}");
+            }
+        }
+        at_their_codes(FlowGrade::code);
+        at_their_codes(|s: FlowStrategy| s as i32);
+        at_their_codes(ControlBehavior::code);
+        at_their_codes(DegradeGrade::as_i32);
+        at_their_codes(|s: AuthorityStrategy| s as i32);
+        let m = one(r#"[{"grade":0,"bad":2}]"#);
+        let f = RuleFields::new(4, &m);
+        assert_eq!(f.code("grade", "0 or 1"), Ok(FlowGrade::Thread));
+        assert_eq!(
+            f.code("missing", "0 or 1"),
+            Ok(FlowGrade::Qps),
+            "the default"
+        );
+        assert_eq!(
+            f.code::<FlowGrade>("bad", "0 or 1")
+                .unwrap_err()
+                .to_string(),
+            "rule 4: `bad` must be 0 or 1, got 2"
+        );
     }
 
     #[test]

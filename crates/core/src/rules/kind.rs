@@ -30,13 +30,14 @@ pub(crate) trait SentinelRule:
 {
     /// The rule type.
     const TYPE: RuleType;
-    /// The JSON fields of the rule (the others are reported as unknown).
+    /// The JSON fields of the rule beside those every rule has (`id`, `resource`, `limitApp`,
+    /// `regex`); the others are reported as unknown.
     const FIELDS: Fields;
     /// Whether rules of the type name resources (exactly or by a pattern), so that the caps on regex
     /// rules and on the rules of one resource apply.
     const NAMES_RESOURCES: bool = true;
 
-    /// Reads a rule from Sentinel JSON (and checks it, so that the error names the field).
+    /// Reads a rule from Sentinel JSON, unchecked ([`read_rule`] reads and checks it).
     fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError>;
 
     /// The rule as Sentinel JSON (nulls omitted).
@@ -115,14 +116,9 @@ pub(crate) trait RuleKind: fmt::Debug + Send + Sync + Sized + 'static {
         all_or_errors(parsed)
     }
 
-    /// The compiled form of a checked list (`patterns`: the compiled pattern of each of its rules, in
-    /// order), taking over the state of `old`'s rules that the list keeps.
-    fn build(
-        &self,
-        old: &Self::Compiled,
-        checked: Self::Checked,
-        patterns: Vec<Option<Regex>>,
-    ) -> Self::Compiled;
+    /// The compiled form of a checked list, taking over the state of the rules in force that the list
+    /// keeps.
+    fn build(&self, load: Build<'_, Self>) -> Self::Compiled;
 
     /// Whether the compiled rules give the kind's slot work: whether any rule is in force.
     fn in_force(compiled: &Self::Compiled) -> bool {
@@ -135,15 +131,23 @@ pub(crate) trait RuleKind: fmt::Debug + Send + Sync + Sized + 'static {
         let _ = compiled;
     }
 
+    /// The rules that name resources, exactly or by a pattern, as the resource caps ask about them
+    /// (`None`, the default, when rules of the kind name no resource).
+    fn named(compiled: &Self::Compiled) -> Option<&dyn NamedResources> {
+        let _ = compiled;
+        None
+    }
+
     /// Whether a rule names `resource` exactly (so that the resource is created past the cap).
     fn names_exactly(compiled: &Self::Compiled, resource: &str) -> bool {
-        let _ = (compiled, resource);
-        false
+        Self::named(compiled).is_some_and(|named| named.names(resource))
     }
 
     /// Appends the regex rules matching `resource` to `signature` (see `rules::push_matching`).
     fn push_matching_regex(compiled: &Self::Compiled, resource: &str, signature: &mut String) {
-        let _ = (compiled, resource, signature);
+        if let Some(named) = Self::named(compiled) {
+            named.push_matching(resource, <Rule<Self>>::TYPE.tag(), signature);
+        }
     }
 
     /// The origins the rules name, interned whatever the origin cap.
@@ -151,6 +155,26 @@ pub(crate) trait RuleKind: fmt::Debug + Send + Sync + Sized + 'static {
         let _ = compiled;
         std::iter::empty()
     }
+}
+
+/// What a load gives [`RuleKind::build`].
+pub(crate) struct Build<'a, K: RuleKind> {
+    /// The rules in force.
+    pub(crate) old: &'a K::Compiled,
+    /// The list to put in force, checked.
+    pub(crate) checked: K::Checked,
+    /// The compiled pattern of each rule of `checked`, in order (`None` for a rule on a name).
+    pub(crate) patterns: Vec<Option<Regex>>,
+}
+
+/// Rules that name resources, exactly or by a pattern, as the resource caps ask about them.
+pub(crate) trait NamedResources {
+    /// Whether a rule names `resource` exactly.
+    fn names(&self, resource: &str) -> bool;
+
+    /// Appends the expression of every regex rule matching `resource` to `signature`, tagged with
+    /// `kind` (see `rules::push_matching`).
+    fn push_matching(&self, resource: &str, kind: char, signature: &mut String);
 }
 
 /// The rules of one kind in force, and the kind's own state.
@@ -225,7 +249,11 @@ impl<K: RuleKind> RuleSet<K> {
             return Ok(());
         }
         let patterns = compile_patterns(checked.patterns())?;
-        let new = Arc::new(self.kind.build(&old, checked, patterns));
+        let new = Arc::new(self.kind.build(Build {
+            old: &old,
+            checked,
+            patterns,
+        }));
         let in_force = K::in_force(&new);
         // The mask's bit is set after the rules are published and cleared before they are withdrawn,
         // as `Published` orders its own flag.
@@ -283,31 +311,39 @@ impl<K: RuleKind> RuleSet<K> {
             // Before any rule is read: a list of too many patterns is refused without compiling one.
             check_regex_count(regex_flags(&items))?;
         }
-        K::parse_list(
-            items
-                .iter()
-                .enumerate()
-                .map(|(index, item)| parse_item::<K>(index, item, warnings))
-                .collect(),
-        )
+        K::parse_list(read_rules(&items, warnings))
     }
 }
 
-/// Rule `index` of a list parsed from `item` (an object, or its error), and a warning for each of its
-/// unknown fields (noted while the object is at hand: a pass of its own cost a fifth of a load of
-/// small rules).
-fn parse_item<K: RuleKind>(
-    index: usize,
-    item: &RuleItem,
+/// Each rule of a list read from its item (an object, or the error saying it is not one) and checked,
+/// or its error, and a warning for each unknown field.
+pub(crate) fn read_rules<R: SentinelRule>(
+    items: &[RuleItem],
     warnings: &mut Vec<RuleWarning>,
-) -> Result<Rule<K>, RuleError> {
-    let map = item.as_ref().map_err(Clone::clone)?;
-    <Rule<K>>::FIELDS.unknown(index, map, warnings);
-    <Rule<K>>::from_fields(RuleFields::new(index, map))
+) -> Vec<Result<R, RuleError>> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| read_rule(index, item.as_ref().map_err(Clone::clone)?, warnings))
+        .collect()
+}
+
+/// Rule `index` of a list read from its JSON object `map` and checked, so that the error names the
+/// field, and a warning for each of its unknown fields (noted while the object is at hand: a pass of
+/// its own cost a fifth of a load of small rules).
+pub(crate) fn read_rule<R: SentinelRule>(
+    index: usize,
+    map: &Map<String, Value>,
+    warnings: &mut Vec<RuleWarning>,
+) -> Result<R, RuleError> {
+    R::FIELDS.unknown(index, map, warnings);
+    let rule = R::from_fields(RuleFields::new(index, map))?;
+    rule.check(index)?;
+    Ok(rule)
 }
 
 /// Logs the warnings of a load of `rule_type` (see `Floodgate::load_rules_json`).
-fn log_warnings(rule_type: RuleType, warnings: &[RuleWarning]) {
+pub(crate) fn log_warnings(rule_type: RuleType, warnings: &[RuleWarning]) {
     for warning in warnings.iter().take(MAX_LOGGED_WARNINGS) {
         tracing::warn!(
             target: "floodgate::rules",

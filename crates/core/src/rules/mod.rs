@@ -16,6 +16,7 @@
 //! writer (a rule read alone names the field at fault, and logs its unknown fields at `warn`).
 
 mod checks;
+mod cluster;
 mod fields;
 mod json;
 mod kind;
@@ -25,6 +26,7 @@ mod reload;
 mod resource_table;
 mod rule_index;
 mod serde_impl;
+mod setters;
 mod warning;
 
 use std::fmt;
@@ -34,29 +36,33 @@ use thiserror::Error;
 
 pub use warning::{RuleLoad, RuleWarning};
 
-pub(crate) use checks::{
-    ClusterFields, check_cluster_fields, check_origin_len, check_rule_head,
-    check_rules_per_resource,
-};
+pub(crate) use checks::{check_origin_len, check_rule_head, check_rules_per_resource};
+pub(crate) use cluster::{ClusterFields, cluster_config, cluster_fields_of};
 pub(crate) use fields::Fields;
 #[cfg(test)]
 pub(crate) use json::parse_rule_array;
 pub(crate) use json::{
-    RuleFields, RuleItem, parse_rule_items, regex_flags, rule_head, to_json_array,
+    Coded, RuleFields, RuleItem, object, parse_rule_items, regex_flags, rule_head, rule_items,
+    to_json_array,
 };
 pub(crate) use kind::{
-    AnyRuleSet, CheckedList, CompiledRules, Rule, RuleKind, RuleSet, SentinelRule, pattern,
+    AnyRuleSet, Build, CheckedList, CompiledRules, NamedResources, Rule, RuleKind, RuleSet,
+    SentinelRule, log_warnings, pattern, read_rule, read_rules,
 };
 #[cfg(test)]
 pub(crate) use pattern::whole_name_regex;
 pub(crate) use pattern::{check_pattern, check_regex_count, compile_patterns};
 pub(crate) use published::Published;
 pub(crate) use reload::{
-    Firsts, HoldsRule, RuleHasher, RulePairing, carry_over_rules, first_of_each, hash_f64,
+    FieldHasher, Firsts, Float, HashRule, HoldsRule, RuleHasher, Similar, carry_over_rules,
+    compared_fields, first_of_each,
 };
 pub(crate) use resource_table::ResourceTable;
 pub(crate) use rule_index::{RuleIndex, applicable, push_matching};
-pub(crate) use serde_impl::{deserialize_rule, serde_via_fields, serialize_rule};
+pub(crate) use serde_impl::{
+    deserialize_rule, deserialize_rules, serde_via_fields, serialize_rule,
+};
+pub(crate) use setters::rule_setters;
 
 /// The kinds of rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -88,6 +94,17 @@ impl RuleType {
         RuleType::Authority,
         RuleType::ParamFlow,
     ];
+
+    /// The type's tag in a signature of the regex rules matching a resource (see `rules::push_matching`).
+    pub(crate) const fn tag(self) -> char {
+        match self {
+            RuleType::Flow => 'f',
+            RuleType::Degrade => 'd',
+            RuleType::System => 's',
+            RuleType::Authority => 'a',
+            RuleType::ParamFlow => 'p',
+        }
+    }
 
     /// Sentinel's name for the type (the `type` parameter of `getRules`/`setRules`).
     pub fn as_str(self) -> &'static str {

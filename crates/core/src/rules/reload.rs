@@ -14,6 +14,7 @@ use std::sync::Arc;
 use foldhash::fast::SeedableRandomState;
 use rustc_hash::FxHashMap;
 
+use crate::block::BlockRule;
 use crate::keyed_hash::keyed_state;
 
 /// Hashes of rules' fields, under keys drawn for one load.
@@ -26,21 +27,40 @@ impl RuleHasher {
     }
 
     /// The hash of what `feed` writes.
-    pub(crate) fn hash(
-        &self,
-        feed: impl FnOnce(&mut <SeedableRandomState as BuildHasher>::Hasher),
-    ) -> u64 {
+    pub(crate) fn hash(&self, feed: impl FnOnce(&mut FieldHasher)) -> u64 {
         let mut h = self.0.build_hasher();
         feed(&mut h);
         h.finish()
+    }
+
+    /// The hash of every field of `rule`.
+    pub(crate) fn hash_rule(&self, rule: &impl HashRule) -> u64 {
+        self.hash(|h| rule.hash_rule(h))
     }
 }
 
 /// Feeds a float to `h` as `==` compares it: `0.0` and `-0.0` alike (a NaN is equal to nothing, so
 /// how it hashes does not matter).
-pub(crate) fn hash_f64(x: f64, h: &mut impl Hasher) {
+fn hash_f64(x: f64, h: &mut impl Hasher) {
     let bits = if x == 0.0 { 0 } else { x.to_bits() };
     bits.hash(h);
+}
+
+/// A float field of a rule, compared with `==` and hashed alike: a tuple of a rule's fields (floats
+/// wrapped in it) both compares and hashes them, so that one list of the fields serves both.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Float(pub(crate) f64);
+
+impl PartialEq for Float {
+    fn eq(&self, other: &Float) -> bool {
+        self.0 == other.0
+    }
+}
+
+impl Hash for Float {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        hash_f64(self.0, h);
+    }
 }
 
 /// A relation between old states and new rules, with a hash of each side that is equal whenever the
@@ -145,40 +165,81 @@ pub(crate) fn carry_over<T, S>(
         .collect()
 }
 
+/// The hasher [`RuleHasher::hash`] feeds.
+pub(crate) type FieldHasher = <SeedableRandomState as BuildHasher>::Hasher;
+
+/// A rule type that a reload pairs by hashes of its fields: its fields but `id` as one value that
+/// compares with `==` and hashes alike, and the id beside them.
+pub(crate) trait HashRule: PartialEq + BlockRule {
+    /// Every field but `id` (see [`compared_fields`]).
+    fn without_id(&self) -> impl Hash + PartialEq;
+
+    /// Feeds every field to `h`, so that equal rules hash alike.
+    fn hash_rule<H: Hasher>(&self, h: &mut H) {
+        (self.id(), self.without_id()).hash(h);
+    }
+
+    /// Feeds every field but `id` to `h`, so that rules equal but for their id hash alike (a reload
+    /// pairs rules by it).
+    fn hash_without_id<H: Hasher>(&self, h: &mut H) {
+        self.without_id().hash(h);
+    }
+
+    /// Whether this rule and `other` are equal but for their ids (without copying either).
+    fn eq_but_id(&self, other: &Self) -> bool {
+        self.without_id() == other.without_id()
+    }
+}
+
+/// The fields of `$value`, a `$rule`, as one value that compares with `==` and hashes alike: nested
+/// pairs of the fields in the order given, those marked `: Float` wrapped in a [`Float`]. Every field
+/// is named, those after `ignoring` left out, so that a field added to the rule must be placed.
+macro_rules! compared_fields {
+    ($value:expr => $rule:ident {
+        $($field:ident $(: $float:ident)?),+ ; ignoring $($skip:ident),+ $(,)?
+    }) => {{
+        let $rule { $($field,)+ $($skip: _,)+ } = $value;
+        $crate::rules::compared_fields!(@pairs $($field $($float)?),+)
+    }};
+    (@pairs) => {
+        ()
+    };
+    (@pairs $field:ident Float $(, $($rest:tt)*)?) => {
+        ($crate::rules::Float(*$field), $crate::rules::compared_fields!(@pairs $($($rest)*)?))
+    };
+    (@pairs $field:ident $(, $($rest:tt)*)?) => {
+        ($field, $crate::rules::compared_fields!(@pairs $($($rest)*)?))
+    };
+}
+pub(crate) use compared_fields;
+
 /// A rule's state, holding its rule.
 pub(crate) trait HoldsRule {
-    type Rule: PartialEq;
+    type Rule: HashRule;
 
     fn rule(&self) -> &Self::Rule;
 }
 
-/// How [`carry_over_rules`] pairs old rules with new ones: by `every_field` (the hash of every field)
-/// for equal rules, by `similar_fields` and `similar(old, new)` for similar ones.
+/// How [`carry_over_rules`] tells a similar rule (the same rule but for its presentation): `holds(old,
+/// new)`, backed by what `fields` feeds a hasher (equal whenever `holds` holds).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct RulePairing<E, H, M> {
-    pub(crate) every_field: E,
-    pub(crate) similar_fields: H,
-    pub(crate) similar: M,
+pub(crate) struct Similar<F, M> {
+    pub(crate) fields: F,
+    pub(crate) holds: M,
 }
 
 /// [`carry_over`] of rule states: a new item (whose rule `rule_of` gives) keeps the state of an equal
-/// rule in force, or gets a `fresh` one made with the state of a similar rule when there is one.
+/// rule in force, or gets a `fresh` one made with the state of a `similar` rule when there is one.
 pub(crate) fn carry_over_rules<T, S: HoldsRule>(
     old: &[Arc<S>],
     new: Vec<T>,
     rule_of: impl Fn(&T) -> &S::Rule,
-    pairing: RulePairing<
-        impl Fn(&S::Rule) -> u64,
-        impl Fn(&S::Rule) -> u64,
-        impl Fn(&S::Rule, &S::Rule) -> bool,
-    >,
+    similar: Similar<impl Fn(&S::Rule, &mut FieldHasher), impl Fn(&S::Rule, &S::Rule) -> bool>,
     fresh: impl FnMut(T, Option<&S>) -> S,
 ) -> Vec<Arc<S>> {
-    let RulePairing {
-        every_field,
-        similar_fields,
-        similar,
-    } = pairing;
+    let hasher = RuleHasher::new();
+    let every_field = |r: &S::Rule| hasher.hash_rule(r);
+    let similar_fields = |r: &S::Rule| hasher.hash(|h| (similar.fields)(r, h));
     carry_over(
         old,
         new,
@@ -190,7 +251,7 @@ pub(crate) fn carry_over_rules<T, S: HoldsRule>(
         Pairing {
             state: |s: &S| similar_fields(s.rule()),
             rule: |t: &T| similar_fields(rule_of(t)),
-            holds: |s: &S, t: &T| similar(s.rule(), rule_of(t)),
+            holds: |s: &S, t: &T| (similar.holds)(s.rule(), rule_of(t)),
         },
         fresh,
     )
@@ -248,8 +309,33 @@ mod tests {
 
     use super::*;
 
-    fn by_value<S>(value: impl Fn(&S) -> i32) -> impl Fn(&S) -> u64 {
-        move |s| value(s) as u64
+    /// A state: a rule (a value) and a tag saying where it came from.
+    type State = (i32, &'static str);
+
+    /// How a test pairs states with rules.
+    type TestPairing = Pairing<
+        Box<dyn Fn(&State) -> u64>,
+        Box<dyn Fn(&i32) -> u64>,
+        Box<dyn Fn(&State, &i32) -> bool>,
+    >;
+
+    /// States and rules paired by `key` of their values: hashed by the key, holding when the keys
+    /// are equal.
+    fn by_key(key: fn(i32) -> i32) -> TestPairing {
+        Pairing {
+            state: Box::new(move |s| key(s.0) as u64),
+            rule: Box::new(move |r| key(*r) as u64),
+            holds: Box::new(move |s, r| key(s.0) == key(*r)),
+        }
+    }
+
+    /// `pairing` with every state and rule hashed alike.
+    fn colliding(pairing: TestPairing) -> TestPairing {
+        Pairing {
+            state: Box::new(|_| 7),
+            rule: Box::new(|_| 7),
+            holds: pairing.holds,
+        }
     }
 
     #[test]
@@ -258,15 +344,11 @@ mod tests {
         let new = carry_over(
             &old,
             vec![1, 1, 1, 3],
+            by_key(|v| v),
             Pairing {
-                state: by_value(|s: &(i32, &str)| s.0),
-                rule: by_value(|r: &i32| *r),
-                holds: |s: &(i32, &str), r: &i32| s.0 == *r,
-            },
-            Pairing {
-                state: |_: &(i32, &str)| 0,
+                state: |_: &State| 0,
                 rule: |_: &i32| 0,
-                holds: |_: &(i32, &str), _: &i32| false,
+                holds: |_: &State, _: &i32| false,
             },
             |r, _| (r, "fresh"),
         );
@@ -284,17 +366,9 @@ mod tests {
         let new = carry_over(
             &old,
             vec![22, 2, 32, 5],
-            Pairing {
-                state: by_value(|s: &(i32, &str)| s.0),
-                rule: by_value(|r: &i32| *r),
-                holds: |s: &(i32, &str), r: &i32| s.0 == *r,
-            },
-            Pairing {
-                state: by_value(|s: &(i32, &str)| s.0 % 10),
-                rule: by_value(|r: &i32| *r % 10),
-                holds: |s: &(i32, &str), r: &i32| s.0 % 10 == *r % 10,
-            },
-            |r, like: Option<&(i32, &str)>| (r, like.map_or("fresh", |l| l.1)),
+            by_key(|v| v),
+            by_key(|v| v % 10),
+            |r, like: Option<&State>| (r, like.map_or("fresh", |l| l.1)),
         );
         assert_eq!(
             new.iter().map(|s| (s.0, s.1)).collect::<Vec<_>>(),
@@ -310,17 +384,9 @@ mod tests {
         let new = carry_over(
             &old,
             vec![22, 2, 32, 5],
-            Pairing {
-                state: |_: &(i32, &str)| 7,
-                rule: |_: &i32| 7,
-                holds: |s: &(i32, &str), r: &i32| s.0 == *r,
-            },
-            Pairing {
-                state: |_: &(i32, &str)| 7,
-                rule: |_: &i32| 7,
-                holds: |s: &(i32, &str), r: &i32| s.0 % 10 == *r % 10,
-            },
-            |r, like: Option<&(i32, &str)>| (r, like.map_or("fresh", |l| l.1)),
+            colliding(by_key(|v| v)),
+            colliding(by_key(|v| v % 10)),
+            |r, like: Option<&State>| (r, like.map_or("fresh", |l| l.1)),
         );
         assert_eq!(
             new.iter().map(|s| (s.0, s.1)).collect::<Vec<_>>(),
@@ -345,21 +411,19 @@ mod tests {
         let hasher = RuleHasher::new();
         let full = |r: &(usize, usize)| hasher.hash(|h| r.hash(h));
         let value = |r: &(usize, usize)| hasher.hash(|h| r.0.hash(h));
-        let states = carry_over(
-            &old,
-            renumbered,
-            Pairing {
-                state: |s: &(usize, usize)| full(s),
-                rule: full,
-                holds: |s: &(usize, usize), r: &(usize, usize)| count(s == r),
-            },
-            Pairing {
-                state: |s: &(usize, usize)| value(s),
-                rule: value,
-                holds: |s: &(usize, usize), r: &(usize, usize)| count(s.0 == r.0),
-            },
-            |r, like| (r.0, like.map_or(9, |l| l.1)),
-        );
+        let equal = Pairing {
+            state: full,
+            rule: full,
+            holds: |s: &(usize, usize), r: &(usize, usize)| count(s == r),
+        };
+        let similar = Pairing {
+            state: value,
+            rule: value,
+            holds: |s: &(usize, usize), r: &(usize, usize)| count(s.0 == r.0),
+        };
+        let states = carry_over(&old, renumbered, equal, similar, |r, like| {
+            (r.0, like.map_or(9, |l| l.1))
+        });
         assert!(
             states.iter().all(|s| s.1 == 0),
             "each copied its similar state"
@@ -368,21 +432,7 @@ mod tests {
 
         comparisons.set(0);
         let old: Vec<Arc<(usize, usize)>> = (0..N).map(|_| Arc::new((5, 0))).collect();
-        let states = carry_over(
-            &old,
-            vec![(5, 0); N],
-            Pairing {
-                state: |s: &(usize, usize)| full(s),
-                rule: full,
-                holds: |s: &(usize, usize), r: &(usize, usize)| count(s == r),
-            },
-            Pairing {
-                state: |s: &(usize, usize)| value(s),
-                rule: value,
-                holds: |s: &(usize, usize), r: &(usize, usize)| count(s.0 == r.0),
-            },
-            |r, _| r,
-        );
+        let states = carry_over(&old, vec![(5, 0); N], equal, similar, |r, _| r);
         assert!(states.iter().zip(&old).all(|(s, o)| Arc::ptr_eq(s, o)));
         assert!(comparisons.get() <= N, "{} comparisons", comparisons.get());
     }

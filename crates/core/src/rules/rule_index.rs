@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use regex::Regex;
 
+use super::NamedResources;
 use crate::keyed_hash::{KeyedMap, keyed_map, keyed_state};
 
 #[cfg(test)]
@@ -79,14 +80,19 @@ impl<S> RuleIndex<S> {
         self.exact.contains_key(name)
     }
 
-    /// Appends the regex rules matching `name` to `signature` (see [`push_matching`]).
-    pub(crate) fn push_matching(&self, name: &str, kind: char, signature: &mut String) {
-        push_matching(&self.regex, name, kind, signature);
-    }
-
     /// Whether no rule is indexed.
     pub(crate) fn is_empty(&self) -> bool {
         self.exact.is_empty() && self.regex.is_empty()
+    }
+}
+
+impl<S> NamedResources for RuleIndex<S> {
+    fn names(&self, name: &str) -> bool {
+        RuleIndex::names(self, name)
+    }
+
+    fn push_matching(&self, name: &str, kind: char, signature: &mut String) {
+        push_matching(&self.regex, name, kind, signature);
     }
 }
 

@@ -7,7 +7,10 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use super::{RuleError, RuleFields, RuleWarning, SentinelRule};
+use super::{
+    RuleError, RuleWarning, SentinelRule, all_or_errors, log_warnings, read_rule, read_rules,
+    rule_items,
+};
 
 /// Writes `rule` as its Sentinel JSON object.
 pub(crate) fn serialize_rule<R: SentinelRule, S: Serializer>(
@@ -23,7 +26,7 @@ pub(crate) fn deserialize_rule<'de, R: SentinelRule, D: Deserializer<'de>>(
 ) -> Result<R, D::Error> {
     let map = Map::<String, Value>::deserialize(deserializer)?;
     let mut warnings = Vec::new();
-    R::FIELDS.unknown(0, &map, &mut warnings);
+    let rule = read_rule::<R>(0, &map, &mut warnings);
     for RuleWarning::UnknownField { field, .. } in &warnings {
         tracing::warn!(
             target: "floodgate::rules",
@@ -31,14 +34,28 @@ pub(crate) fn deserialize_rule<'de, R: SentinelRule, D: Deserializer<'de>>(
             "unknown field `{field}` (ignored)"
         );
     }
-    R::from_fields(RuleFields::new(0, &map)).map_err(|error| match error {
+    rule.map_err(|error| match error {
         RuleError::Invalid { field, reason, .. } => D::Error::custom(format!("`{field}` {reason}")),
         other => D::Error::custom(other),
     })
 }
 
+/// Reads a list of rules from its Sentinel JSON array as a load reads it: every rule at fault named by
+/// its index and field (``rule 3: `count` must be …``, the errors of all of them in list order), and
+/// each unknown field logged at `warn` with the rule's index. A list read as `Vec<R>` reads each rule
+/// alone, which cannot know its place.
+pub(crate) fn deserialize_rules<'de, R: SentinelRule, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<R>, D::Error> {
+    let items = rule_items(Vec::<Value>::deserialize(deserializer)?);
+    let mut warnings = Vec::new();
+    let rules = all_or_errors(read_rules(&items, &mut warnings));
+    log_warnings(R::TYPE, &warnings);
+    rules.map_err(D::Error::custom)
+}
+
 /// Implements `Serialize` and `Deserialize` for a rule type with [`serialize_rule`] and
-/// [`deserialize_rule`].
+/// [`deserialize_rule`], and its `deserialize_list` with [`deserialize_rules`].
 macro_rules! serde_via_fields {
     ($rule:ty) => {
         impl serde::Serialize for $rule {
@@ -50,6 +67,21 @@ macro_rules! serde_via_fields {
         impl<'de> serde::Deserialize<'de> for $rule {
             fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
                 $crate::rules::deserialize_rule(deserializer)
+            }
+        }
+
+        impl $rule {
+            /// Reads a list of these rules (Sentinel's JSON array) with serde, with the errors of
+            /// [`Floodgate::load_rules_json`](crate::Floodgate::load_rules_json): each rule at fault
+            /// named by its index and field (``rule 3: `count` must be …``), every one of them; unknown
+            /// fields are logged at `warn` on `floodgate::rules`, with the rule's index. (`Vec<Self>`
+            /// reads each rule alone, so its errors cannot say which rule.) For
+            /// `#[serde(deserialize_with = "…::deserialize_list")]` on a `Vec` field, or with a
+            /// deserializer: `deserialize_list(&mut serde_json::Deserializer::from_str(json))`.
+            pub fn deserialize_list<'de, D: serde::Deserializer<'de>>(
+                deserializer: D,
+            ) -> Result<Vec<Self>, D::Error> {
+                $crate::rules::deserialize_rules(deserializer)
             }
         }
     };
@@ -81,6 +113,43 @@ mod tests {
         let param = ParamFlowRule::new("R", 0, 5.0);
         let text = serde_json::to_string(&param).unwrap();
         assert_eq!(serde_json::from_str::<ParamFlowRule>(&text).unwrap(), param);
+    }
+
+    /// Regression test for serde naming the field of a rule in a list but not the rule: a list read
+    /// with `deserialize_list` names each rule at fault by its index, as a load does.
+    #[test]
+    fn a_list_names_each_rule_at_fault_by_its_index() {
+        let json = r#"[{"resource":"a","count":1},{"resource":"b","count":-1},{"resource":"c"},7]"#;
+        let err = FlowRule::deserialize_list(&mut serde_json::Deserializer::from_str(json))
+            .unwrap_err()
+            .to_string();
+        let load = crate::Floodgate::default()
+            .load_rules_json(crate::RuleType::Flow, json)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            load,
+            "rule 1: `count` must be a finite number ≥ 0, got -1; rule 2: `count` is required; \
+             rule 3: `(rule)` must be a JSON object"
+        );
+        assert!(err.starts_with(&load), "{err}");
+
+        #[derive(serde::Deserialize)]
+        struct Config {
+            #[serde(deserialize_with = "DegradeRule::deserialize_list")]
+            degrade: Vec<DegradeRule>,
+        }
+        let config = r#"{"degrade":[{"resource":"a","count":1,"timeWindow":5},
+            {"resource":"b","count":1,"grade":1,"timeWindow":0}]}"#;
+        let err = serde_json::from_str::<Config>(config).err().unwrap();
+        assert!(
+            err.to_string()
+                .starts_with("rule 1: `timeWindow` must be > 0, got 0 at line 2"),
+            "{err}"
+        );
+        let config = r#"{"degrade":[{"resource":"a","count":1,"timeWindow":5,"grade":2}]}"#;
+        let rules = serde_json::from_str::<Config>(config).unwrap().degrade;
+        assert_eq!(rules, [DegradeRule::error_count("a", 1.0).time_window(5)]);
     }
 
     #[test]

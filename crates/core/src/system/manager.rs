@@ -8,13 +8,11 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
-use regex::Regex;
-
 use super::limit::{SystemLimit, SystemLimitType, SystemThresholds};
 use super::probe::SystemProbe;
 use super::rule::SystemRule;
 use crate::node::StatisticNode;
-use crate::rules::{CompiledRules, RuleKind, RuleSet};
+use crate::rules::{Build, CompiledRules, RuleKind, RuleSet};
 
 /// An immutable set of system rules.
 #[derive(Debug)]
@@ -164,13 +162,8 @@ impl RuleKind for SystemKind {
 
     /// Merges the rules (every rule sets a threshold, so a list protects something unless it is `[]`,
     /// which clears), and starts the probe when a load or CPU threshold comes into force.
-    fn build(
-        &self,
-        _old: &SystemSnapshot,
-        rules: Vec<SystemRule>,
-        _patterns: Vec<Option<Regex>>,
-    ) -> SystemSnapshot {
-        let snapshot = SystemSnapshot::new(rules);
+    fn build(&self, load: Build<'_, Self>) -> SystemSnapshot {
+        let snapshot = SystemSnapshot::new(load.checked);
         if snapshot.thresholds.reads_probe() {
             self.probe.start();
         }

@@ -20,7 +20,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::rules::{Fields, RuleError, RuleFields, RuleType, SentinelRule};
+use crate::rules::{Fields, RuleError, RuleFields, RuleType, SentinelRule, object};
 
 /// A system rule. Build one with the setters:
 ///
@@ -51,45 +51,79 @@ impl SystemRule {
     pub fn new() -> Self {
         SystemRule::default()
     }
+}
 
-    /// Sets the load average threshold.
-    pub fn highest_system_load(mut self, load: f64) -> Self {
-        self.highest_system_load = Some(load);
-        self
+crate::rules::rule_setters! {
+    SystemRule {
+        /// Sets the load average threshold.
+        highest_system_load(load: f64) = Some(load);
+        /// Sets the CPU usage threshold (a ratio in `0..=1`).
+        highest_cpu_usage(usage: f64) = Some(usage);
+        /// Sets the inbound QPS threshold.
+        qps(qps: f64) = Some(qps);
+        /// Sets the average response time threshold in ms.
+        avg_rt(ms: u64) = Some(ms);
+        /// Sets the in-flight threshold.
+        max_thread(threads: u64) = Some(threads);
+        /// Sets the id.
+        id(id: i64) = Some(id);
+    }
+}
+
+crate::rules::serde_via_fields!(SystemRule);
+
+impl SentinelRule for SystemRule {
+    const TYPE: RuleType = RuleType::System;
+
+    /// System rules protect the whole process: they name no resource.
+    const NAMES_RESOURCES: bool = false;
+
+    fn target(&self) -> Option<(&str, bool)> {
+        None
     }
 
-    /// Sets the CPU usage threshold (a ratio in `0..=1`).
-    pub fn highest_cpu_usage(mut self, usage: f64) -> Self {
-        self.highest_cpu_usage = Some(usage);
-        self
-    }
+    /// The JSON fields Sentinel's `SystemRule` adds to every rule's (it has a rule's `resource`,
+    /// `limitApp` and `regex` too, and ignores them).
+    const FIELDS: Fields = Fields::new(
+        &[
+            "highestSystemLoad",
+            "highestCpuUsage",
+            "qps",
+            "avgRt",
+            "maxThread",
+        ],
+        &[],
+    );
 
-    /// Sets the inbound QPS threshold.
-    pub fn qps(mut self, qps: f64) -> Self {
-        self.qps = Some(qps);
-        self
-    }
-
-    /// Sets the average response time threshold in ms.
-    pub fn avg_rt(mut self, ms: u64) -> Self {
-        self.avg_rt = Some(ms);
-        self
-    }
-
-    /// Sets the in-flight threshold.
-    pub fn max_thread(mut self, threads: u64) -> Self {
-        self.max_thread = Some(threads);
-        self
-    }
-
-    /// Sets the id.
-    pub fn id(mut self, id: i64) -> Self {
-        self.id = Some(id);
-        self
+    /// Reads a rule from Sentinel JSON: `-1` or an absent field is unset; another negative value is an
+    /// error.
+    fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {
+        let number = |field: &str| -> Result<Option<f64>, RuleError> {
+            match f.number(field)? {
+                Some(-1.0) => Ok(None),
+                v => Ok(v),
+            }
+        };
+        let whole = |field: &str| -> Result<Option<u64>, RuleError> {
+            match f.integer(field)? {
+                None | Some(-1) => Ok(None),
+                Some(v) => u64::try_from(v)
+                    .map(Some)
+                    .map_err(|_| f.error(field, format!("must be ≥ 0, or -1 for unset, got {v}"))),
+            }
+        };
+        Ok(SystemRule {
+            id: f.integer("id")?,
+            highest_system_load: number("highestSystemLoad")?,
+            highest_cpu_usage: number("highestCpuUsage")?,
+            qps: number("qps")?,
+            avg_rt: whole("avgRt")?,
+            max_thread: whole("maxThread")?,
+        })
     }
 
     /// Checks the rule; `index` is its position in the list being loaded.
-    pub(crate) fn validate(&self, index: usize) -> Result<(), RuleError> {
+    fn check(&self, index: usize) -> Result<(), RuleError> {
         let fields = [
             ("highestSystemLoad", self.highest_system_load),
             ("highestCpuUsage", self.highest_cpu_usage),
@@ -148,83 +182,21 @@ impl SystemRule {
         }
         Ok(())
     }
-}
-
-crate::rules::serde_via_fields!(SystemRule);
-
-impl SentinelRule for SystemRule {
-    const TYPE: RuleType = RuleType::System;
-
-    /// System rules protect the whole process: they name no resource.
-    const NAMES_RESOURCES: bool = false;
-
-    fn target(&self) -> Option<(&str, bool)> {
-        None
-    }
-
-    fn check(&self, index: usize) -> Result<(), RuleError> {
-        self.validate(index)
-    }
-
-    /// The JSON fields of Sentinel's `SystemRule` (which has a rule's `resource`, `limitApp` and
-    /// `regex` too, and ignores them).
-    const FIELDS: Fields = Fields::new(
-        &[
-            "id",
-            "resource",
-            "limitApp",
-            "regex",
-            "highestSystemLoad",
-            "highestCpuUsage",
-            "qps",
-            "avgRt",
-            "maxThread",
-        ],
-        &[],
-    );
-
-    /// Reads a rule from Sentinel JSON: `-1` or an absent field is unset; another negative value is an
-    /// error.
-    fn from_fields(f: RuleFields<'_>) -> Result<Self, RuleError> {
-        let number = |field: &str| -> Result<Option<f64>, RuleError> {
-            match f.number(field)? {
-                Some(-1.0) => Ok(None),
-                v => Ok(v),
-            }
-        };
-        let whole = |field: &str| -> Result<Option<u64>, RuleError> {
-            match f.integer(field)? {
-                None | Some(-1) => Ok(None),
-                Some(v) => u64::try_from(v)
-                    .map(Some)
-                    .map_err(|_| f.error(field, format!("must be ≥ 0, or -1 for unset, got {v}"))),
-            }
-        };
-        let rule = SystemRule {
-            id: f.integer("id")?,
-            highest_system_load: number("highestSystemLoad")?,
-            highest_cpu_usage: number("highestCpuUsage")?,
-            qps: number("qps")?,
-            avg_rt: whole("avgRt")?,
-            max_thread: whole("maxThread")?,
-        };
-        rule.validate(f.index())?;
-        Ok(rule)
-    }
 
     /// The rule as Sentinel JSON: every dimension, `-1` when unset.
     fn to_json(&self) -> Map<String, Value> {
-        let mut m = Map::new();
+        let real = |v: Option<f64>| v.map_or(json!(-1.0), |v| json!(v));
+        let whole = |v: Option<u64>| v.map_or(json!(-1), |v| json!(v));
+        let mut m = object(json!({
+            "highestSystemLoad": real(self.highest_system_load),
+            "highestCpuUsage": real(self.highest_cpu_usage),
+            "qps": real(self.qps),
+            "avgRt": whole(self.avg_rt),
+            "maxThread": whole(self.max_thread),
+        }));
         if let Some(id) = self.id {
             m.insert("id".into(), json!(id));
         }
-        let real = |v: Option<f64>| v.map_or(json!(-1.0), |v| json!(v));
-        let whole = |v: Option<u64>| v.map_or(json!(-1), |v| json!(v));
-        m.insert("highestSystemLoad".into(), real(self.highest_system_load));
-        m.insert("highestCpuUsage".into(), real(self.highest_cpu_usage));
-        m.insert("qps".into(), real(self.qps));
-        m.insert("avgRt".into(), whole(self.avg_rt));
-        m.insert("maxThread".into(), whole(self.max_thread));
         m
     }
 }

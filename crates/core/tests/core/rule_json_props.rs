@@ -6,7 +6,10 @@
 //!   rules, which write back the same JSON, with no warning;
 //! * valid rules, loaded typed or as JSON objects with their numbers written as integers or doubles
 //!   and with fields of no rule kind added: the JSON loads as the same rules, and each added field is
-//!   reported as a warning, nothing else.
+//!   reported as a warning, nothing else;
+//! * read with serde through a type's `deserialize_list`: what `rules_json` writes reads as the rules
+//!   in force, and a list with rules made invalid is refused with the error a load gives, naming each
+//!   rule at fault by its index.
 
 use std::collections::BTreeSet;
 
@@ -47,6 +50,18 @@ impl Rules {
             Rules::Authority(_) => RuleType::Authority,
             Rules::ParamFlow(_) => RuleType::ParamFlow,
         }
+    }
+
+    /// The rules of `json`, a list of `rule_type`, read with serde by the type's `deserialize_list`.
+    fn deserialize_list(rule_type: RuleType, json: &str) -> Result<Rules, serde_json::Error> {
+        let mut json = serde_json::Deserializer::from_str(json);
+        Ok(match rule_type {
+            RuleType::Flow => Rules::Flow(FlowRule::deserialize_list(&mut json)?),
+            RuleType::Degrade => Rules::Degrade(DegradeRule::deserialize_list(&mut json)?),
+            RuleType::System => Rules::System(SystemRule::deserialize_list(&mut json)?),
+            RuleType::Authority => Rules::Authority(AuthorityRule::deserialize_list(&mut json)?),
+            RuleType::ParamFlow => Rules::ParamFlow(ParamFlowRule::deserialize_list(&mut json)?),
+        })
     }
 
     fn load(&self, fg: &Floodgate) -> Result<(), RuleError> {
@@ -620,5 +635,59 @@ proptest! {
         prop_assert_eq!(warned, expected);
         prop_assert_eq!(Rules::of(&fg, rule_type), rules);
         assert_round_trip(&fg, rule_type)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(config(128))]
+
+    /// What `rules_json` writes reads back with serde, through `deserialize_list`, as the rules in
+    /// force.
+    #[test]
+    fn rules_json_reads_back_with_serde(rules in valid_rules()) {
+        let rule_type = rules.rule_type();
+        let fg = Floodgate::default();
+        rules.load(&fg).map_err(|e| TestCaseError::fail(format!("{rules:?}: {e}")))?;
+        let json = fg.rules_json(rule_type);
+        let read = Rules::deserialize_list(rule_type, &json)
+            .map_err(|e| TestCaseError::fail(format!("{json}: {e}")))?;
+        prop_assert_eq!(read, Rules::of(&fg, rule_type));
+    }
+
+    /// A list with rules made invalid (a wrongly typed `id`, a JSON value that is not an object)
+    /// is refused by serde's `deserialize_list` with the error a load gives: every rule at fault
+    /// named by its index, in list order (serde adds where in the text it stopped).
+    #[test]
+    fn serde_names_the_rules_at_fault_as_a_load_does(
+        rules in valid_rules(),
+        breaks in prop::collection::vec(0u8..3, 6),
+    ) {
+        let rule_type = rules.rule_type();
+        let typed = Floodgate::default();
+        rules.load(&typed).map_err(|e| TestCaseError::fail(format!("{rules:?}: {e}")))?;
+        let mut json: Value = serde_json::from_str(&typed.rules_json(rule_type)).unwrap();
+        let Value::Array(items) = &mut json else { unreachable!() };
+        for (item, how) in items.iter_mut().zip(&breaks) {
+            match how {
+                1 => {
+                    item.as_object_mut().unwrap().insert("id".into(), Value::from("x"));
+                }
+                2 => *item = Value::from(7),
+                _ => {}
+            }
+        }
+        let json = json.to_string();
+        let load = Floodgate::default().load_rules_json(rule_type, &json);
+        match Rules::deserialize_list(rule_type, &json) {
+            Ok(read) => {
+                prop_assert!(load.is_ok(), "{json}: {load:?}");
+                prop_assert_eq!(read, Rules::of(&typed, rule_type));
+            }
+            Err(err) => {
+                let load = load.err().map(|e| e.to_string()).unwrap_or_default();
+                prop_assert!(load.starts_with("rule "), "{json}: {load}");
+                prop_assert!(err.to_string().starts_with(&load), "{err} / {load}");
+            }
+        }
     }
 }
