@@ -4,5 +4,6 @@
 //! server and what the server answers, so that a Java client can ask a Floodgate server for tokens and
 //! a Floodgate application can ask a Java server.
 
+pub mod client;
 pub mod protocol;
 pub mod server;

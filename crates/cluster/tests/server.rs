@@ -274,3 +274,144 @@ fn reloading_a_rule_keeps_its_counts_unless_its_window_changes() {
     );
     assert_eq!(s.namespaces(), ["app"]);
 }
+
+fn param_rule(flow_id: i64, count: f64, global: bool) -> floodgate_core::ParamFlowRule {
+    let mut rule = floodgate_core::ParamFlowRule::new("R", 0, count)
+        .item(floodgate_core::ParamFlowItem::string("vip", 5));
+    rule.param_flow_item_list
+        .push(floodgate_core::ParamFlowItem {
+            object: "7".into(),
+            count: 1,
+            class_type: Some("int".into()),
+        });
+    rule.cluster_mode = true;
+    rule.cluster_config = Some(floodgate_core::ParamFlowClusterConfig {
+        flow_id,
+        threshold_type: i32::from(global),
+        ..Default::default()
+    });
+    rule
+}
+
+#[test]
+fn each_parameter_value_has_its_own_threshold_and_window() {
+    use floodgate_cluster::protocol::Param;
+    let (clock, s) = service();
+    s.load_param_rules("app", vec![param_rule(1, 2.0, true)])
+        .unwrap();
+    let ask = |p: Param| s.request_param_token(1, 1, &[p]).status;
+    let guests: Vec<_> = (0..3).map(|_| ask(Param::Str("guest".into()))).collect();
+    assert_eq!(
+        guests,
+        [TokenStatus::Ok, TokenStatus::Ok, TokenStatus::Blocked]
+    );
+    assert_eq!(
+        count(
+            &(0..7)
+                .map(|_| ask(Param::Str("vip".into())))
+                .collect::<Vec<_>>(),
+            TokenStatus::Ok
+        ),
+        5,
+        "its item: 5"
+    );
+    // The int item 7 stands for 7 of any integer type.
+    assert_eq!(ask(Param::Long(7)), TokenStatus::Ok);
+    assert_eq!(ask(Param::Int(7)), TokenStatus::Blocked);
+    assert_eq!(
+        ask(Param::Str("7".into())),
+        TokenStatus::Ok,
+        "a string is another value"
+    );
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(ask(Param::Str("guest".into())), TokenStatus::Ok);
+    assert_eq!(
+        s.request_param_token(1, 1, &[Param::Str("a".into())]),
+        TokenResult {
+            status: TokenStatus::Ok,
+            remaining: 1,
+            wait_ms: 0
+        }
+    );
+}
+
+#[test]
+fn a_request_with_several_values_passes_only_if_each_does_and_then_counts_each() {
+    use floodgate_cluster::protocol::Param;
+    let (_clock, s) = service();
+    s.load_param_rules("app", vec![param_rule(2, 2.0, true)])
+        .unwrap();
+    let (a, b) = (Param::Str("a".into()), Param::Str("b".into()));
+    assert_eq!(
+        s.request_param_token(2, 2, std::slice::from_ref(&a)).status,
+        TokenStatus::Ok
+    );
+    let both = s.request_param_token(2, 1, &[b.clone(), a.clone()]);
+    assert_eq!(both.status, TokenStatus::Blocked, "a is full");
+    assert_eq!(
+        s.request_param_token(2, 2, std::slice::from_ref(&b)).status,
+        TokenStatus::Ok,
+        "the blocked request counted nothing for b"
+    );
+    let c = Param::Str("c".into());
+    let d = Param::Str("d".into());
+    assert_eq!(
+        s.request_param_token(2, 1, &[c, d]),
+        TokenResult {
+            status: TokenStatus::Ok,
+            remaining: -1,
+            wait_ms: 0
+        },
+        "no remaining reported for several values"
+    );
+    assert_eq!(
+        s.request_param_token(2, 1, &[]).status,
+        TokenStatus::BadRequest
+    );
+    assert_eq!(
+        s.request_param_token(3, 1, &[b]).status,
+        TokenStatus::NoRuleExists
+    );
+}
+
+#[test]
+fn an_average_local_param_threshold_scales_with_the_clients() {
+    use floodgate_cluster::protocol::Param;
+    let (_clock, s) = service();
+    s.load_param_rules("app", vec![param_rule(1, 2.0, false)])
+        .unwrap();
+    s.connect("app", "a:1");
+    s.connect("app", "b:1");
+    let answers: Vec<_> = (0..6)
+        .map(|_| {
+            s.request_param_token(1, 1, &[Param::Str("x".into())])
+                .status
+        })
+        .collect();
+    assert_eq!(count(&answers, TokenStatus::Ok), 4);
+}
+
+#[test]
+fn hot_parameter_rules_are_checked_as_flow_rules_are() {
+    let (_clock, s) = service();
+    let mut local = param_rule(1, 1.0, true);
+    local.cluster_mode = false;
+    let error = s.load_param_rules("app", vec![local]).unwrap_err();
+    assert!(
+        error.to_string().starts_with("rule 0: `clusterMode`"),
+        "{error}"
+    );
+    let mut bad = param_rule(1, 1.0, true);
+    bad.cluster_config.as_mut().unwrap().flow_id = 0;
+    assert!(matches!(
+        s.load_param_rules("app", vec![bad]),
+        Err(ServerRuleError::Invalid(_))
+    ));
+    // Flow ids of flow rules and of hot-parameter rules are apart, as in Sentinel.
+    s.load_flow_rules("app", vec![rule("F", 1, 1.0, true)])
+        .unwrap();
+    s.load_param_rules("app", vec![param_rule(1, 1.0, true)])
+        .unwrap();
+    assert_eq!(s.param_rules("app").len(), 1);
+    assert_eq!(s.flow_rules("app").len(), 1);
+}

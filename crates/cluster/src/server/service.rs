@@ -14,10 +14,14 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use floodgate_core::cluster::{TokenResult, TokenStatus};
-use floodgate_core::{Clock, Floodgate, FlowGrade, FlowRule, RuleError, SystemClock};
+use floodgate_core::{
+    Clock, Floodgate, FlowGrade, FlowRule, ParamFlowRule, ParamValue, RuleError, SystemClock,
+};
 
 use super::config::{ServerConfigError, ServerFlowConfig};
 use super::metric::{ClusterMetric, Event};
+use super::values::ValueMetrics;
+use crate::protocol::Param;
 
 /// Sentinel's `thresholdType` GLOBAL: the rule's count is the cluster's total.
 const THRESHOLD_GLOBAL: i32 = 1;
@@ -32,7 +36,8 @@ pub struct LocalTokenService {
 #[derive(Debug, Default)]
 struct State {
     namespaces: HashMap<String, Namespace>,
-    flows: HashMap<i64, Flow>,
+    flows: HashMap<i64, Served<FlowRule>>,
+    params: HashMap<i64, Served<ParamFlowRule>>,
 }
 
 #[derive(Debug)]
@@ -56,11 +61,12 @@ impl Namespace {
     }
 }
 
+/// A rule a namespace loaded, with its counts.
 #[derive(Debug)]
-struct Flow {
+struct Served<R: ServedRule> {
     namespace: String,
-    rule: FlowRule,
-    metric: Mutex<ClusterMetric>,
+    rule: R,
+    metric: Mutex<R::Metric>,
 }
 
 /// Why a namespace's rules were not loaded.
@@ -131,102 +137,41 @@ impl LocalTokenService {
     }
 
     /// Replaces `namespace`'s flow rules, or changes nothing and names the first rule at fault. Each
-    /// must be a QPS rule in cluster mode whose flow id no other namespace's rule has. A flow id whose
-    /// rule keeps its window keeps its counts.
+    /// must be a QPS rule in cluster mode whose flow id no other namespace's flow rule has. A flow id
+    /// whose rule keeps its window keeps its counts.
     pub fn load_flow_rules(
         &self,
         namespace: &str,
         rules: Vec<FlowRule>,
     ) -> Result<usize, ServerRuleError> {
-        // The engine's own checks: fields, ranges, the cluster config.
-        let scratch = Floodgate::builder().clock(SystemClock::new()).build();
-        scratch.load_flow_rules(rules.clone())?;
-        let mut ids = HashSet::new();
-        let not_served = |index, field, reason: &str| ServerRuleError::NotServed {
-            index,
-            field,
-            reason: reason.to_owned(),
-        };
         let mut state = self.write();
-        for (index, rule) in rules.iter().enumerate() {
-            let Some(config) = rule.cluster_config.as_ref().filter(|_| rule.cluster_mode) else {
-                return Err(not_served(
-                    index,
-                    "clusterMode",
-                    "must be true on a token server",
-                ));
-            };
-            if rule.grade != FlowGrade::Qps {
-                return Err(not_served(
-                    index,
-                    "grade",
-                    "must be QPS (1): concurrency tokens are not served",
-                ));
-            }
-            if !ids.insert(config.flow_id) {
-                return Err(not_served(
-                    index,
-                    "clusterConfig.flowId",
-                    "is used by another rule of the list",
-                ));
-            }
-            if let Some(other) = state.flows.get(&config.flow_id) {
-                if other.namespace != namespace {
-                    return Err(ServerRuleError::NotServed {
-                        index,
-                        field: "clusterConfig.flowId",
-                        reason: format!("is used by a rule of namespace {:?}", other.namespace),
-                    });
-                }
-            }
-        }
-        let own: Vec<i64> = state
-            .flows
-            .iter()
-            .filter(|(_, f)| f.namespace == namespace)
-            .map(|(id, _)| *id)
-            .collect();
-        let mut kept: HashMap<i64, Flow> = own
-            .into_iter()
-            .filter_map(|id| state.flows.remove_entry(&id))
-            .collect();
-        let count = rules.len();
-        for rule in rules {
-            let Some(config) = rule.cluster_config.clone() else {
-                continue;
-            };
-            let (samples, interval) =
-                (config.sample_count as u32, config.window_interval_ms as u64);
-            let metric = match kept.remove(&config.flow_id) {
-                Some(old) if same_window(&old.rule, &rule) => old.metric,
-                _ => Mutex::new(ClusterMetric::new(samples, interval)),
-            };
-            state.flows.insert(
-                config.flow_id,
-                Flow {
-                    namespace: namespace.to_owned(),
-                    rule,
-                    metric,
-                },
-            );
-        }
-        state
-            .namespaces
-            .entry(namespace.to_owned())
-            .or_insert_with(|| Namespace::new(ServerFlowConfig::default()));
+        let count = load(&mut state.flows, namespace, rules)?;
+        state.namespace(namespace);
         Ok(count)
+    }
+
+    /// Replaces `namespace`'s hot-parameter rules, with the same checks as
+    /// [`load_flow_rules`](Self::load_flow_rules) (flow ids are their own: a flow rule and a
+    /// hot-parameter rule may share one, as in Sentinel).
+    pub fn load_param_rules(
+        &self,
+        namespace: &str,
+        rules: Vec<ParamFlowRule>,
+    ) -> Result<usize, ServerRuleError> {
+        let mut state = self.write();
+        let count = load(&mut state.params, namespace, rules)?;
+        state.namespace(namespace);
+        Ok(count)
+    }
+
+    /// `namespace`'s hot-parameter rules, in flow id order.
+    pub fn param_rules(&self, namespace: &str) -> Vec<ParamFlowRule> {
+        rules_of(&self.read().params, namespace)
     }
 
     /// `namespace`'s flow rules, in flow id order.
     pub fn flow_rules(&self, namespace: &str) -> Vec<FlowRule> {
-        let state = self.read();
-        let mut rules: Vec<&Flow> = state
-            .flows
-            .values()
-            .filter(|f| f.namespace == namespace)
-            .collect();
-        rules.sort_by_key(|f| f.rule.cluster_config.as_ref().map(|c| c.flow_id));
-        rules.into_iter().map(|f| f.rule.clone()).collect()
+        rules_of(&self.read().flows, namespace)
     }
 
     /// Sets `namespace`'s settings (creating the namespace), or changes nothing.
@@ -280,10 +225,7 @@ impl LocalTokenService {
         for ns in state.namespaces.values_mut() {
             ns.clients.remove(address);
         }
-        let ns = state
-            .namespaces
-            .entry(namespace.to_owned())
-            .or_insert_with(|| Namespace::new(ServerFlowConfig::default()));
+        let ns = state.namespace(namespace);
         ns.clients.insert(address.to_owned());
         ns.clients.len()
     }
@@ -307,20 +249,19 @@ impl LocalTokenService {
         clients
     }
 
-    /// The global threshold of `flow`: its count, or its count × the clients of its namespace.
-    fn threshold(state: &State, flow: &Flow, exceed_count: f64) -> f64 {
-        let count = flow.rule.count;
-        let global = match flow.rule.cluster_config.as_ref().map(|c| c.threshold_type) {
+    /// The global threshold of a rule of `served`'s whose own is `count`: `count`, or `count` × the
+    /// clients of its namespace.
+    fn threshold<R: ServedRule>(state: &State, served: &Served<R>, count: f64) -> f64 {
+        match served.rule.cluster().map(|c| c.threshold_type) {
             Some(THRESHOLD_GLOBAL) => count,
             _ => {
                 let clients = state
                     .namespaces
-                    .get(&flow.namespace)
+                    .get(&served.namespace)
                     .map_or(0, |ns| ns.clients.len());
                 count * clients as f64
             }
-        };
-        global * exceed_count
+        }
     }
 
     /// Whether `namespace`'s request limiter lets one more request through now.
@@ -349,7 +290,7 @@ impl LocalTokenService {
         if !Self::admit(ns, now) {
             return TokenResult::of(TokenStatus::TooManyRequest);
         }
-        let threshold = Self::threshold(&state, flow, ns.config.exceed_count);
+        let threshold = Self::threshold(&state, flow, flow.rule.count) * ns.config.exceed_count;
         let n = acquire as u64;
         let mut metric = lock(&flow.metric);
         let remaining = threshold - metric.avg(now, Event::Pass) - f64::from(acquire);
@@ -383,6 +324,50 @@ impl LocalTokenService {
         TokenResult::of(TokenStatus::Blocked)
     }
 
+    /// Asks for `acquire` tokens of the hot-parameter rule `flow_id` for each of `params` (Sentinel's
+    /// `ClusterParamFlowChecker`): each value's threshold is its exception item's count or the rule's
+    /// (× the namespace's clients for AVG_LOCAL), and the request passes when every value has
+    /// `acquire` tokens left in its window; then each is counted. No value waits: hot-parameter
+    /// rules do not borrow. With several values the tokens left are not reported (−1).
+    pub fn request_param_token(&self, flow_id: i64, acquire: i32, params: &[Param]) -> TokenResult {
+        if flow_id <= 0 || acquire <= 0 || params.is_empty() {
+            return TokenResult::of(TokenStatus::BadRequest);
+        }
+        let state = self.read();
+        let Some(served) = state.params.get(&flow_id) else {
+            return TokenResult::of(TokenStatus::NoRuleExists);
+        };
+        let Some(ns) = state.namespaces.get(&served.namespace) else {
+            return TokenResult::of(TokenStatus::Fail);
+        };
+        let now = self.clock.now_ms();
+        if !Self::admit(ns, now) {
+            return TokenResult::of(TokenStatus::TooManyRequest);
+        }
+        let mut values = lock(&served.metric);
+        let mut remaining = 0.0;
+        for param in params {
+            let threshold =
+                Self::threshold(&state, served, served.rule.threshold_of(&value_of(param)));
+            remaining = threshold - values.avg(now, param) - f64::from(acquire);
+            if remaining < 0.0 {
+                return TokenResult::of(TokenStatus::Blocked);
+            }
+        }
+        for param in params {
+            values.add(now, param, acquire as u64);
+        }
+        TokenResult {
+            status: TokenStatus::Ok,
+            remaining: if params.len() > 1 {
+                -1
+            } else {
+                remaining as i32
+            },
+            wait_ms: 0,
+        }
+    }
+
     /// The figures of `namespace`'s flow rules, in flow id order.
     pub fn flow_metrics(&self, namespace: &str) -> Vec<FlowMetric> {
         let state = self.read();
@@ -405,7 +390,7 @@ impl LocalTokenService {
                     pass_request_qps: m.avg(now, Event::PassRequest),
                     block_request_qps: m.avg(now, Event::BlockRequest),
                     waiting_qps: m.avg(now, Event::Waiting),
-                    threshold: Self::threshold(&state, flow, exceed),
+                    threshold: Self::threshold(&state, flow, flow.rule.count) * exceed,
                 }
             })
             .collect();
@@ -414,12 +399,187 @@ impl LocalTokenService {
     }
 }
 
-/// Whether two rules of one flow id count in the same window (their counts then carry over).
-fn same_window(a: &FlowRule, b: &FlowRule) -> bool {
-    let window = |r: &FlowRule| {
-        r.cluster_config
-            .as_ref()
-            .map(|c| (c.sample_count, c.window_interval_ms))
+impl State {
+    /// `name`'s namespace, made with the default settings if it is new.
+    fn namespace(&mut self, name: &str) -> &mut Namespace {
+        self.namespaces
+            .entry(name.to_owned())
+            .or_insert_with(|| Namespace::new(ServerFlowConfig::default()))
+    }
+}
+
+/// What the service reads of a cluster rule's config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ClusterFields {
+    flow_id: i64,
+    threshold_type: i32,
+    window: (i32, i32),
+}
+
+/// A rule type a token server serves: flow rules and hot-parameter rules.
+trait ServedRule: Clone + Sized {
+    /// Its counts: one window, or one per value.
+    type Metric: std::fmt::Debug;
+    /// Its cluster config, in cluster mode.
+    fn cluster(&self) -> Option<ClusterFields>;
+    fn grade(&self) -> FlowGrade;
+    /// The engine's checks of a whole list.
+    fn check(rules: &[Self]) -> Result<(), RuleError>;
+    fn metric(window: (i32, i32)) -> Self::Metric;
+}
+
+impl ServedRule for FlowRule {
+    type Metric = ClusterMetric;
+
+    fn cluster(&self) -> Option<ClusterFields> {
+        let c = self.cluster_config.as_ref().filter(|_| self.cluster_mode)?;
+        Some(ClusterFields {
+            flow_id: c.flow_id,
+            threshold_type: c.threshold_type,
+            window: (c.sample_count, c.window_interval_ms),
+        })
+    }
+
+    fn grade(&self) -> FlowGrade {
+        self.grade
+    }
+
+    fn check(rules: &[Self]) -> Result<(), RuleError> {
+        scratch().load_flow_rules(rules.to_vec()).map(drop)
+    }
+
+    fn metric((samples, interval): (i32, i32)) -> ClusterMetric {
+        ClusterMetric::new(samples as u32, interval as u64)
+    }
+}
+
+impl ServedRule for ParamFlowRule {
+    type Metric = ValueMetrics;
+
+    fn cluster(&self) -> Option<ClusterFields> {
+        let c = self.cluster_config.as_ref().filter(|_| self.cluster_mode)?;
+        Some(ClusterFields {
+            flow_id: c.flow_id,
+            threshold_type: c.threshold_type,
+            window: (c.sample_count, c.window_interval_ms),
+        })
+    }
+
+    fn grade(&self) -> FlowGrade {
+        self.grade
+    }
+
+    fn check(rules: &[Self]) -> Result<(), RuleError> {
+        scratch().load_param_flow_rules(rules.to_vec()).map(drop)
+    }
+
+    fn metric((samples, interval): (i32, i32)) -> ValueMetrics {
+        ValueMetrics::new(samples as u32, interval as u64)
+    }
+}
+
+/// An engine to check rules with (the engine's checks are the rules' own).
+fn scratch() -> Floodgate {
+    Floodgate::builder().clock(SystemClock::new()).build()
+}
+
+/// Replaces `namespace`'s rules in `served` with `rules`, or changes nothing.
+fn load<R: ServedRule>(
+    served: &mut HashMap<i64, Served<R>>,
+    namespace: &str,
+    rules: Vec<R>,
+) -> Result<usize, ServerRuleError> {
+    R::check(&rules)?;
+    let not_served = |index, field, reason: String| ServerRuleError::NotServed {
+        index,
+        field,
+        reason,
     };
-    window(a) == window(b)
+    let mut ids = HashSet::new();
+    let mut fields = Vec::with_capacity(rules.len());
+    for (index, rule) in rules.iter().enumerate() {
+        let Some(cluster) = rule.cluster() else {
+            return Err(not_served(
+                index,
+                "clusterMode",
+                "must be true on a token server".into(),
+            ));
+        };
+        if rule.grade() != FlowGrade::Qps {
+            return Err(not_served(
+                index,
+                "grade",
+                "must be QPS (1): concurrency tokens are not served".into(),
+            ));
+        }
+        if !ids.insert(cluster.flow_id) {
+            return Err(not_served(
+                index,
+                "clusterConfig.flowId",
+                "is used by another rule of the list".into(),
+            ));
+        }
+        if let Some(other) = served
+            .get(&cluster.flow_id)
+            .filter(|o| o.namespace != namespace)
+        {
+            return Err(not_served(
+                index,
+                "clusterConfig.flowId",
+                format!("is used by a rule of namespace {:?}", other.namespace),
+            ));
+        }
+        fields.push(cluster);
+    }
+    let own: Vec<i64> = served
+        .iter()
+        .filter(|(_, s)| s.namespace == namespace)
+        .map(|(id, _)| *id)
+        .collect();
+    let mut kept: HashMap<i64, Served<R>> = own
+        .into_iter()
+        .filter_map(|id| served.remove_entry(&id))
+        .collect();
+    let count = rules.len();
+    for (rule, cluster) in rules.into_iter().zip(fields) {
+        // A rule that keeps its window keeps its counts.
+        let metric = match kept.remove(&cluster.flow_id) {
+            Some(old) if old.rule.cluster().map(|c| c.window) == Some(cluster.window) => old.metric,
+            _ => Mutex::new(R::metric(cluster.window)),
+        };
+        served.insert(
+            cluster.flow_id,
+            Served {
+                namespace: namespace.to_owned(),
+                rule,
+                metric,
+            },
+        );
+    }
+    Ok(count)
+}
+
+/// `namespace`'s rules of `served`, in flow id order.
+fn rules_of<R: ServedRule>(served: &HashMap<i64, Served<R>>, namespace: &str) -> Vec<R> {
+    let mut rules: Vec<(i64, &R)> = served
+        .iter()
+        .filter(|(_, s)| s.namespace == namespace)
+        .map(|(id, s)| (*id, &s.rule))
+        .collect();
+    rules.sort_by_key(|(id, _)| *id);
+    rules.into_iter().map(|(_, r)| r.clone()).collect()
+}
+
+/// A wire parameter as the engine's value (Java's integer types alike, a `float` widened).
+fn value_of(param: &Param) -> ParamValue<'_> {
+    match param {
+        Param::Int(v) => ParamValue::Int(i64::from(*v)),
+        Param::Long(v) => ParamValue::Int(*v),
+        Param::Byte(v) => ParamValue::Int(i64::from(*v)),
+        Param::Short(v) => ParamValue::Int(i64::from(*v)),
+        Param::Double(v) => ParamValue::Float(*v),
+        Param::Float(v) => ParamValue::Float(f64::from(*v)),
+        Param::Bool(v) => ParamValue::Bool(*v),
+        Param::Str(s) => ParamValue::Str(s.as_str().into()),
+    }
 }

@@ -237,6 +237,27 @@ impl ParamFlowRule {
         self
     }
 
+    /// The threshold of `value`: the count of the first exception item standing for it (by type and
+    /// value, as the engine matches them: Java's integer types alike), else the rule's `count`. What a
+    /// token server grants each value of a cluster rule.
+    ///
+    /// ```
+    /// use floodgate_core::{ParamFlowItem, ParamFlowRule, ParamValue};
+    ///
+    /// let rule = ParamFlowRule::new("R", 0, 10.0).item(ParamFlowItem::string("vip", 100));
+    /// assert_eq!(rule.threshold_of(&ParamValue::from("vip")), 100.0);
+    /// assert_eq!(rule.threshold_of(&ParamValue::from("guest")), 10.0);
+    /// ```
+    pub fn threshold_of(&self, value: &ParamValue<'_>) -> f64 {
+        let Some(value) = StoredValue::from_value(value) else {
+            return self.count;
+        };
+        self.param_flow_item_list
+            .iter()
+            .find(|item| item.parse().is_ok_and(|v| v == value))
+            .map_or(self.count, |item| f64::from(item.count))
+    }
+
     /// Whether the rule paces its values (a QPS rule with `controlBehavior` 2) rather than counting
     /// them (a token bucket per value for other QPS rules, calls in flight for THREAD rules).
     pub fn paces(&self) -> bool {
