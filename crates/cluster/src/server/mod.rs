@@ -3,10 +3,12 @@
 
 mod config;
 mod metric;
+mod rule_file;
 mod service;
 mod tcp;
 mod values;
 
 pub use config::{ServerConfigError, ServerFlowConfig};
+pub use rule_file::{FlowConfigJson, NamespaceRules, RuleFileError, ServerRules};
 pub use service::{FlowMetric, LocalTokenService, ServerRuleError};
 pub use tcp::{DEFAULT_PORT, TokenServer, TransportConfig};
