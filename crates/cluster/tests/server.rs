@@ -415,3 +415,20 @@ fn hot_parameter_rules_are_checked_as_flow_rules_are() {
     assert_eq!(s.param_rules("app").len(), 1);
     assert_eq!(s.flow_rules("app").len(), 1);
 }
+
+#[test]
+fn an_engine_asks_an_embedded_service_in_process() {
+    let (_clock, s) = service();
+    let s = Arc::new(s);
+    s.load_flow_rules("app", vec![rule("R", 42, 2.0, true)])
+        .unwrap();
+    let fg = floodgate_core::Floodgate::builder()
+        .clock(ManualClock::new(T0))
+        .token_service(Arc::clone(&s))
+        .build();
+    // The engine's own copy of the rule, in cluster mode: its local count would admit 100.
+    fg.load_flow_rules([rule("R", 42, 100.0, true)]).unwrap();
+    let admitted = (0..5).filter(|_| fg.entry("R").enter().is_ok()).count();
+    assert_eq!(admitted, 2, "the server's count");
+    assert_eq!(fg.stats().cluster_token_answers, 5);
+}

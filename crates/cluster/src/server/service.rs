@@ -583,3 +583,13 @@ fn value_of(param: &Param) -> ParamValue<'_> {
         Param::Str(s) => ParamValue::Str(s.as_str().into()),
     }
 }
+
+/// An application that serves its cluster's tokens itself (Sentinel's embedded server) asks this
+/// service in process: `Floodgate::builder().token_service(Arc::clone(&service))`. Flow rules only;
+/// the engine's hot-parameter rules in cluster mode are checked locally.
+impl floodgate_core::cluster::TokenService for LocalTokenService {
+    fn request_token(&self, request: &floodgate_core::cluster::TokenRequest<'_>) -> TokenResult {
+        let acquire = i32::try_from(request.acquire).unwrap_or(i32::MAX);
+        LocalTokenService::request_token(self, request.flow_id, acquire, request.prioritized)
+    }
+}

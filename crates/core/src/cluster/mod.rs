@@ -1,7 +1,12 @@
-//! Cluster flow control's vocabulary: what a token service answers a rule in cluster mode
-//! ([`TokenResult`], [`TokenStatus`]). The token servers, clients and backends live in the
+//! Cluster flow control: the token service a rule in cluster mode asks ([`TokenService`], set with
+//! [`FloodgateBuilder::token_service`](crate::FloodgateBuilder::token_service) or
+//! [`Floodgate::set_token_service`](crate::Floodgate::set_token_service)), what it is asked
+//! ([`TokenRequest`]) and what it answers ([`TokenResult`], [`TokenStatus`]). The token servers, clients and backends live in the
 //! `floodgate-cluster` crate.
 
+mod service;
 mod token;
 
+pub(crate) use service::TokenServiceCell;
+pub use service::{ThresholdType, TokenRequest, TokenService};
 pub use token::{TokenResult, TokenStatus};

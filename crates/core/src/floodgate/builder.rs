@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::Floodgate;
 use crate::chain::{ChainEdit, Parts, SlotChain};
 use crate::clock::{CachedClock, Clock};
+use crate::cluster::{TokenService, TokenServiceCell};
 use crate::engine::{Caps, ConfigError, Inner, KindSettings, NEXT_ENGINE_ID, RuleSets, Settings};
 use crate::error_filter::ErrorFilter;
 use crate::registry::Registry;
@@ -25,6 +26,7 @@ pub struct FloodgateBuilder {
     errors: ErrorFilter,
     block_log_file: Option<std::path::PathBuf>,
     system_probe: Option<Arc<dyn SystemProbe>>,
+    token_service: Option<Box<dyn TokenService>>,
 }
 
 impl fmt::Debug for FloodgateBuilder {
@@ -132,6 +134,14 @@ impl FloodgateBuilder {
         self
     }
 
+    /// The token service that rules in cluster mode ask (default: none, and they fall back as their
+    /// `fallbackToLocalWhenFail` says). Also settable while the engine runs:
+    /// [`Floodgate::set_token_service`].
+    pub fn token_service(mut self, service: impl TokenService) -> Self {
+        self.token_service = Some(Box::new(service));
+        self
+    }
+
     /// Appends the aggregated block log (Sentinel's `sentinel-block.log` lines) to `path`, rolled over to
     /// `<path>.1` (replacing it) once the file holds 64 MiB.
     pub fn block_log_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
@@ -233,7 +243,9 @@ impl FloodgateBuilder {
             cached_clock,
             clock,
             registry: Registry::new(id, config.limits(), Box::new(caps)),
+            token_service: TokenServiceCell::default(),
         };
+        core.token_service.set(self.token_service);
         let inner = Arc::new_cyclic(|me| Inner {
             me: me.clone(),
             core,

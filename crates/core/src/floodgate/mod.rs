@@ -78,6 +78,17 @@ impl Floodgate {
         self.inner.enabled.store(enabled, Ordering::SeqCst);
     }
 
+    /// Replaces the token service that rules in cluster mode ask (`None`: none; they fall back as
+    /// their `fallbackToLocalWhenFail` says).
+    pub fn set_token_service(&self, service: Option<Box<dyn crate::cluster::TokenService>>) {
+        self.inner.token_service.set(service);
+    }
+
+    /// Whether a token service is set.
+    pub fn has_token_service(&self) -> bool {
+        self.inner.token_service.is_set()
+    }
+
     /// Whether the engine checks entries.
     pub fn is_enabled(&self) -> bool {
         self.inner.is_enabled()

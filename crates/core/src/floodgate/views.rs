@@ -24,6 +24,12 @@ pub struct EngineStats {
     pub resource_cap_hits: u64,
     /// Entries in a new context past the context cap (run in the default context instead).
     pub context_cap_hits: u64,
+    /// Cluster rules' token requests the token service decided (OK, BLOCKED or SHOULD_WAIT).
+    pub cluster_token_answers: u64,
+    /// Cluster rules' token requests it did not decide, or asked with no service: the rule fell back.
+    pub cluster_fallbacks: u64,
+    /// Of those, entries that passed a rule unchecked (its `fallbackToLocalWhenFail` is false).
+    pub cluster_passes_unchecked: u64,
 }
 
 impl Floodgate {
@@ -240,6 +246,13 @@ impl Floodgate {
                 .resource_cap_hits
                 .load(Ordering::Relaxed),
             context_cap_hits: self.inner.registry.context_cap_hits.load(Ordering::Relaxed),
+            cluster_token_answers: self.inner.token_service.answered.load(Ordering::Relaxed),
+            cluster_fallbacks: self.inner.token_service.fell_back.load(Ordering::Relaxed),
+            cluster_passes_unchecked: self
+                .inner
+                .token_service
+                .passed_unchecked
+                .load(Ordering::Relaxed),
         }
     }
 

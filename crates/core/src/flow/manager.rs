@@ -14,11 +14,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::cluster::ClusterTerms;
 use super::limit_app::LimitApp;
 use super::rule::{ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
 use super::{
     RejectController, ThrottlingController, WarmUpController, WarmUpRateLimiterController,
 };
+use crate::cluster::ThresholdType;
 use crate::keyed_hash::KeyedMap;
 use crate::registry::Resource;
 
@@ -149,9 +151,8 @@ impl FlowRuleState {
 pub(crate) struct FlowRuleState {
     pub(crate) rule: Arc<FlowRule>,
     pub(crate) limit_app: LimitApp,
-    /// Whether this process checks the rule: a local rule, or a cluster rule that falls back to local
-    /// (no token server is configured).
-    pub(crate) checked_locally: bool,
+    /// A cluster rule's terms (`None`: a local rule).
+    pub(crate) cluster: Option<ClusterTerms>,
     /// Whether the rule reads the resource's cluster node whoever calls (`limitApp` `default`, strategy
     /// DIRECT: the common rule, which needs no node selection).
     pub(crate) reads_cluster_node: bool,
@@ -281,11 +282,18 @@ impl FlowKind {
             limit_app: LimitApp::of(&rule.limit_app),
             reads_cluster_node: LimitApp::of(&rule.limit_app) == LimitApp::Default
                 && rule.strategy == FlowStrategy::Direct,
-            checked_locally: !rule.cluster_mode
-                || rule
-                    .cluster_config
-                    .as_ref()
-                    .is_some_and(|c| c.fallback_to_local_when_fail),
+            cluster: rule
+                .cluster_config
+                .as_ref()
+                .filter(|_| rule.cluster_mode)
+                .map(|c| ClusterTerms {
+                    flow_id: c.flow_id,
+                    threshold_type: ThresholdType::of(c.threshold_type),
+                    // Checked when the rule was loaded: positive.
+                    sample_count: u32::try_from(c.sample_count).unwrap_or(1),
+                    window_interval_ms: u32::try_from(c.window_interval_ms).unwrap_or(1000),
+                    fallback_to_local: c.fallback_to_local_when_fail,
+                }),
             rule: Arc::new(rule),
         }
     }

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::FlowRules;
+use super::cluster::{self, Cluster};
 use super::decision::Decision;
 use super::limit_app::LimitApp;
 use super::manager::{Controller, FlowRuleState, ResourceRules};
@@ -91,8 +92,10 @@ fn check(
     all: &ResourceRules,
     occupy_timeout_ms: u64,
 ) -> Result<(), BlockError> {
-    if !state.checked_locally {
-        return Ok(());
+    if let Some(terms) = &state.cluster {
+        if let Cluster::Decided(verdict) = cluster::check(cx, state, terms, |cx| block(cx, state)) {
+            return verdict;
+        }
     }
     // The reject controller's pass, the common case, is checked inline; everything else out of line.
     let Controller::Reject(c) = &state.controller else {

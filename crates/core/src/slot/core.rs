@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::clock::{CachedClock, Clock};
+use crate::cluster::TokenServiceCell;
 use crate::registry::Registry;
 
 use super::BlockLog;
@@ -16,6 +17,8 @@ pub(crate) struct EngineCore {
     pub(crate) cached_clock: Option<CachedClock>,
     pub(crate) registry: Registry,
     pub(crate) block_log: BlockLog,
+    /// The token service rules in cluster mode ask.
+    pub(crate) token_service: TokenServiceCell,
 }
 
 impl std::fmt::Debug for EngineCore {

@@ -7,6 +7,7 @@ mod authority;
 mod builder;
 mod builtin_chain;
 mod caps;
+mod cluster;
 mod context;
 mod degrade;
 mod entry;
