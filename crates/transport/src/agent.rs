@@ -489,6 +489,8 @@ impl AgentBuilder {
             early_refusals: LogThrottle::new(),
             wrong_tokens: LogThrottle::new(),
             lockouts: LogThrottle::new(),
+            #[cfg(feature = "cluster")]
+            cluster: crate::command::ClusterControl::new(c.bind_addr, &c.app_name),
         });
         let heartbeat = Heartbeat {
             app: c.app_name.clone(),

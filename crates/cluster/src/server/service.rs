@@ -211,6 +211,31 @@ impl LocalTokenService {
             .map_or_else(ServerFlowConfig::default, |ns| ns.config)
     }
 
+    /// Requests per second `namespace`'s clients send now (what its `max_allowed_qps` limits).
+    pub fn request_qps(&self, namespace: &str) -> f64 {
+        let now = self.clock.now_ms();
+        self.read()
+            .namespaces
+            .get(namespace)
+            .map_or(0.0, |ns| lock(&ns.limiter).avg(now, Event::PassRequest))
+    }
+
+    /// Serves exactly `namespaces`: each is created if new, and the others lose their rules and
+    /// settings (their clients stay counted until they leave).
+    pub fn set_namespaces(&self, namespaces: &[String]) {
+        let mut state = self.write();
+        state.flows.retain(|_, f| namespaces.contains(&f.namespace));
+        state
+            .params
+            .retain(|_, p| namespaces.contains(&p.namespace));
+        state
+            .namespaces
+            .retain(|name, ns| namespaces.contains(name) || !ns.clients.is_empty());
+        for name in namespaces {
+            state.namespace(name);
+        }
+    }
+
     /// The namespaces with rules, settings or clients, sorted.
     pub fn namespaces(&self) -> Vec<String> {
         let mut names: Vec<String> = self.read().namespaces.keys().cloned().collect();

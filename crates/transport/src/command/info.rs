@@ -12,8 +12,11 @@ pub(crate) fn version() -> String {
 }
 
 pub(crate) fn api() -> String {
-    let list: Vec<_> = COMMANDS
-        .iter()
+    #[cfg(feature = "cluster")]
+    let commands = COMMANDS.iter().chain(super::CLUSTER_COMMANDS);
+    #[cfg(not(feature = "cluster"))]
+    let commands = COMMANDS.iter();
+    let list: Vec<_> = commands
         .map(|(name, desc)| json!({"url": format!("/{name}"), "desc": desc}))
         .collect();
     serde_json::Value::Array(list).to_string()
@@ -59,6 +62,7 @@ pub(crate) fn set_switch(state: &CommandState, params: &Params) -> Result<String
     Ok(format!("Sentinel set switch value: {value}"))
 }
 
+#[cfg(not(feature = "cluster"))]
 pub(crate) fn get_cluster_mode() -> String {
     // No cluster flow control yet: not started, neither client nor server available.
     json!({"mode": -1, "lastModified": -1, "clientAvailable": false, "serverAvailable": false})

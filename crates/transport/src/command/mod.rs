@@ -56,6 +56,8 @@
 //! can cause them).
 
 mod auth_failures;
+#[cfg(feature = "cluster")]
+mod cluster;
 mod info;
 mod log_throttle;
 mod metric;
@@ -65,6 +67,8 @@ mod params;
 mod properties;
 mod rules;
 
+#[cfg(feature = "cluster")]
+pub(crate) use cluster::ClusterControl;
 pub use info::SENTINEL_VERSION;
 
 use std::net::SocketAddr;
@@ -117,6 +121,9 @@ pub struct CommandState {
     pub(crate) wrong_tokens: LogThrottle,
     /// The audit lines for clients refused after too many wrong tokens (at most one a second).
     pub(crate) lockouts: LogThrottle,
+    /// The embedded token server.
+    #[cfg(feature = "cluster")]
+    pub(crate) cluster: cluster::ClusterControl,
 }
 
 impl CommandState {
@@ -454,9 +461,57 @@ fn locked_out(left: Duration) -> Response {
         .into_response()
 }
 
+/// The commands of the embedded token server, listed by `api` with the others.
+#[cfg(feature = "cluster")]
+const CLUSTER_COMMANDS: &[(&str, &str)] = &[
+    (
+        "setClusterMode",
+        "set cluster mode, accept param: mode={0|1} 0:client mode 1:server mode",
+    ),
+    ("cluster/server/info", "get cluster server info"),
+    ("cluster/server/fetchConfig", "get cluster server config"),
+    (
+        "cluster/server/modifyTransportConfig",
+        "modify cluster server transport config",
+    ),
+    (
+        "cluster/server/modifyFlowConfig",
+        "modify cluster server flow config",
+    ),
+    (
+        "cluster/server/modifyNamespaceSet",
+        "modify server namespace set",
+    ),
+    ("cluster/server/flowRules", "get cluster server flow rules"),
+    (
+        "cluster/server/paramRules",
+        "get cluster server param flow rules",
+    ),
+    (
+        "cluster/server/modifyFlowRules",
+        "modify cluster server flow rules",
+    ),
+    (
+        "cluster/server/modifyParamRules",
+        "modify cluster server param flow rules",
+    ),
+    ("cluster/server/metricList", "get cluster server metrics"),
+];
+
 /// The commands that change the agent's state: each is logged with its client and outcome.
 fn changes_state(command: &str) -> bool {
-    matches!(command, "setRules" | "setParamFlowRules" | "setSwitch")
+    matches!(
+        command,
+        "setRules"
+            | "setParamFlowRules"
+            | "setSwitch"
+            | "setClusterMode"
+            | "cluster/server/modifyTransportConfig"
+            | "cluster/server/modifyFlowConfig"
+            | "cluster/server/modifyNamespaceSet"
+            | "cluster/server/modifyFlowRules"
+            | "cluster/server/modifyParamRules"
+    )
 }
 
 fn bad_params(error: ParamError) -> Response {
@@ -774,7 +829,34 @@ async fn run(state: &CommandState, command: &str, params: &Params) -> Result<Str
         "systemStatus" => Ok(info::system_status(state)),
         "getSwitch" => Ok(info::get_switch(state)),
         "setSwitch" => info::set_switch(state, params),
+        #[cfg(not(feature = "cluster"))]
         "getClusterMode" => Ok(info::get_cluster_mode()),
+        #[cfg(feature = "cluster")]
+        "getClusterMode" => Ok(cluster::get_cluster_mode(state).await),
+        #[cfg(feature = "cluster")]
+        "setClusterMode" => cluster::set_cluster_mode(state, params).await,
+        #[cfg(feature = "cluster")]
+        "cluster/server/info" => Ok(cluster::server_info(state).await),
+        #[cfg(feature = "cluster")]
+        "cluster/server/fetchConfig" => Ok(cluster::fetch_config(state, params).await),
+        #[cfg(feature = "cluster")]
+        "cluster/server/modifyTransportConfig" => {
+            cluster::modify_transport_config(state, params).await
+        }
+        #[cfg(feature = "cluster")]
+        "cluster/server/modifyFlowConfig" => cluster::modify_flow_config(state, params),
+        #[cfg(feature = "cluster")]
+        "cluster/server/modifyNamespaceSet" => cluster::modify_namespace_set(state, params),
+        #[cfg(feature = "cluster")]
+        "cluster/server/flowRules" => Ok(cluster::flow_rules(state, params)),
+        #[cfg(feature = "cluster")]
+        "cluster/server/paramRules" => Ok(cluster::param_rules(state, params)),
+        #[cfg(feature = "cluster")]
+        "cluster/server/modifyFlowRules" => cluster::modify_flow_rules(state, params),
+        #[cfg(feature = "cluster")]
+        "cluster/server/modifyParamRules" => cluster::modify_param_rules(state, params),
+        #[cfg(feature = "cluster")]
+        "cluster/server/metricList" => cluster::metric_list(state, params),
         "circuitBreakers" => Ok(rules::circuit_breakers(state)),
         "metrics" => Ok(prometheus_text(&state.fg, &state.metrics)),
         other => Err(CommandError::bad_request(format!(

@@ -47,6 +47,8 @@ pub(super) fn state_with_files(
         early_refusals: LogThrottle::new(),
         wrong_tokens: LogThrottle::new(),
         lockouts: LogThrottle::new(),
+        #[cfg(feature = "cluster")]
+        cluster: super::ClusterControl::new(std::net::IpAddr::from([127, 0, 0, 1]), "app"),
     })
 }
 
