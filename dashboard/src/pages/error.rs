@@ -88,26 +88,10 @@ impl<T> OrPage<T> for Result<T, AppError> {
     }
 }
 
-/// `YYYY-MM-DD HH:MM:SS UTC` of `ms` (since the epoch).
+/// `YYYY-MM-DD HH:MM:SS UTC` of `ms` (since the epoch; a time before it reads as the epoch).
 pub(super) fn utc(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Howard Hinnant's civil-from-days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
-        rest / 3600,
-        rest / 60 % 60,
-        rest % 60
-    )
+    let second = u64::try_from(ms.div_euclid(1000)).unwrap_or(0);
+    format!("{} UTC", floodgate_core::stats::utc_datetime(second))
 }
 
 /// How long before `now` the time `ms` was: `5 s ago`, `3 min ago`, `2 h ago`, `4 d ago`.

@@ -8,7 +8,6 @@ use askama::Template;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use floodgate_core::RuleType;
-use floodgate_core::stats::utc_datetime;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -147,7 +146,7 @@ fn view(app: &str, e: &HistoryEntry) -> ChangeView {
     ChangeView {
         id: e.id,
         actor: e.actor.clone(),
-        at: format!("{} UTC", utc_datetime((e.at.max(0) / 1000) as u64)),
+        at: super::error::utc(e.at),
         action: e.action.clone(),
         type_title: e
             .rule_type

@@ -441,6 +441,22 @@ struct ClusterFields {
     window: (i32, i32),
 }
 
+/// The cluster fields of a flow or hot-parameter rule in cluster mode (their configs are two types with
+/// the same fields).
+macro_rules! cluster_fields {
+    ($rule:expr) => {{
+        let rule = $rule;
+        rule.cluster_config
+            .as_ref()
+            .filter(|_| rule.cluster_mode)
+            .map(|c| ClusterFields {
+                flow_id: c.flow_id,
+                threshold_type: c.threshold_type,
+                window: (c.sample_count, c.window_interval_ms),
+            })
+    }};
+}
+
 /// A rule type a token server serves: flow rules and hot-parameter rules.
 trait ServedRule: Clone + Sized {
     /// Its counts: one window, or one per value.
@@ -457,12 +473,7 @@ impl ServedRule for FlowRule {
     type Metric = ClusterMetric;
 
     fn cluster(&self) -> Option<ClusterFields> {
-        let c = self.cluster_config.as_ref().filter(|_| self.cluster_mode)?;
-        Some(ClusterFields {
-            flow_id: c.flow_id,
-            threshold_type: c.threshold_type,
-            window: (c.sample_count, c.window_interval_ms),
-        })
+        cluster_fields!(self)
     }
 
     fn grade(&self) -> FlowGrade {
@@ -482,12 +493,7 @@ impl ServedRule for ParamFlowRule {
     type Metric = ValueMetrics;
 
     fn cluster(&self) -> Option<ClusterFields> {
-        let c = self.cluster_config.as_ref().filter(|_| self.cluster_mode)?;
-        Some(ClusterFields {
-            flow_id: c.flow_id,
-            threshold_type: c.threshold_type,
-            window: (c.sample_count, c.window_interval_ms),
-        })
+        cluster_fields!(self)
     }
 
     fn grade(&self) -> FlowGrade {

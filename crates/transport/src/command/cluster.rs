@@ -15,7 +15,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use floodgate_cluster::server::{
-    DEFAULT_PORT, FlowConfigJson, LocalTokenService, ServerFlowConfig, TokenServer, TransportConfig,
+    DEFAULT_PORT, FlowConfigJson, LocalTokenService, ServerFlowConfig, ServerRuleError,
+    TokenServer, TransportConfig,
 };
 use floodgate_core::{FlowRule, ParamFlowRule};
 use serde_json::{Value, json};
@@ -278,34 +279,37 @@ pub(crate) fn modify_flow_rules(
     state: &CommandState,
     params: &Params,
 ) -> Result<String, CommandError> {
-    let data = params
-        .non_blank("data")
-        .ok_or_else(|| CommandError::bad_request("Bad data"))?;
-    let rules = FlowRule::deserialize_list(&mut serde_json::Deserializer::from_str(data))
-        .map_err(|e| CommandError::bad_request(e.to_string()))?;
-    state
-        .cluster
-        .service
-        .load_flow_rules(namespace(state, params), rules)
-        .map_err(|e| CommandError::bad_request(e.to_string()))?;
-    Ok("success".to_owned())
+    let rules = rules_in(params, |d| FlowRule::deserialize_list(d))?;
+    let service = &state.cluster.service;
+    loaded(service.load_flow_rules(namespace(state, params), rules))
 }
 
 pub(crate) fn modify_param_rules(
     state: &CommandState,
     params: &Params,
 ) -> Result<String, CommandError> {
+    let rules = rules_in(params, |d| ParamFlowRule::deserialize_list(d))?;
+    let service = &state.cluster.service;
+    loaded(service.load_param_rules(namespace(state, params), rules))
+}
+
+/// The rule list in `data`, read by `read` (a rule type's `deserialize_list`).
+fn rules_in<R>(
+    params: &Params,
+    read: fn(
+        &mut serde_json::Deserializer<serde_json::de::StrRead<'_>>,
+    ) -> serde_json::Result<Vec<R>>,
+) -> Result<Vec<R>, CommandError> {
     let data = params
         .non_blank("data")
         .ok_or_else(|| CommandError::bad_request("Bad data"))?;
-    let rules = ParamFlowRule::deserialize_list(&mut serde_json::Deserializer::from_str(data))
-        .map_err(|e| CommandError::bad_request(e.to_string()))?;
-    state
-        .cluster
-        .service
-        .load_param_rules(namespace(state, params), rules)
-        .map_err(|e| CommandError::bad_request(e.to_string()))?;
-    Ok("success".to_owned())
+    read(&mut serde_json::Deserializer::from_str(data))
+        .map_err(|e| CommandError::bad_request(e.to_string()))
+}
+
+fn loaded(load: Result<usize, ServerRuleError>) -> Result<String, CommandError> {
+    load.map(|_| "success".to_owned())
+        .map_err(|e| CommandError::bad_request(e.to_string()))
 }
 
 /// Each flow id's figures (Sentinel's `ClusterMetricNodeGenerator` fields).
