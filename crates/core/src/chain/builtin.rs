@@ -92,7 +92,7 @@ pub(super) const SLOTS: [BuiltinSlot; 10] = [
 ];
 
 /// Where the slot `name` sits in [`SLOTS`] (and so in a built-in chain).
-const fn position(name: &str) -> usize {
+const fn position(name: &str) -> u32 {
     let mut i = 0;
     while i < SLOTS.len() {
         let (a, b) = (SLOTS[i].name.as_bytes(), name.as_bytes());
@@ -102,7 +102,7 @@ const fn position(name: &str) -> usize {
                 j += 1;
             }
             if j == a.len() {
-                return i;
+                return i as u32;
             }
         }
         i += 1;
@@ -110,13 +110,14 @@ const fn position(name: &str) -> usize {
     panic!("not a built-in slot")
 }
 
-/// Where each checking slot sits, for unwinding a block through the slots before it.
-const AUTHORITY: usize = position("authority");
-const SYSTEM: usize = position("system");
-const PARAM_FLOW: usize = position("param_flow");
-const FLOW: usize = position("flow");
-const DEFAULT_CIRCUIT_BREAKER: usize = position("default_circuit_breaker");
-const DEGRADE: usize = position("degrade");
+/// Where each checking slot sits, for unwinding a block through the slots before it and for filing what
+/// it keeps with an entry.
+const AUTHORITY: u32 = position("authority");
+const SYSTEM: u32 = position("system");
+const PARAM_FLOW: u32 = position("param_flow");
+const FLOW: u32 = position("flow");
+const DEFAULT_CIRCUIT_BREAKER: u32 = position("default_circuit_breaker");
+const DEGRADE: u32 = position("degrade");
 
 // The straight-line code below runs the checks in this order: the table must agree.
 const _: () = assert!(
@@ -173,6 +174,7 @@ impl Builtin {
     ) -> Result<(), BlockError> {
         macro_rules! check {
             ($slot:expr, $position:expr) => {
+                cx.position = $position;
                 if let Err(block) = $slot.entry(cx) {
                     chain.unwind(cx, $position, &block);
                     return Err(block);
@@ -205,24 +207,64 @@ impl Builtin {
             check!(self.degrade, DEGRADE);
             // The pass hooks, in reverse order.
             self.degrade.on_pass(cx);
+            cx.position = DEFAULT_CIRCUIT_BREAKER;
             self.default_circuit_breaker.on_pass(cx);
+        }
+        if on(RuleType::Flow) {
+            cx.position = FLOW;
+            self.flow.on_pass(cx);
         }
         StatisticSlot.on_pass(cx);
         Ok(())
     }
 
-    /// The exit hooks of the built-in chain, in order.
+    /// The exit hooks of the built-in chain, in order: each slot's while its rules are in force, or
+    /// if it marked its exit (as the generic loop runs them), so that what it took under rules removed
+    /// since is given back: hot-parameter counts are released, and a probe admitted before the degrade
+    /// rules were removed completes (dropped instead, it would be reported as a failed probe).
     #[inline]
     pub(super) fn exit(&self, rules: &RuleSets, cx: &mut ExitContext<'_>) {
         StatisticSlot.exit(cx);
-        // Not `param_flow.any()`: counts taken under rules removed since are released all the same.
-        if cx.param_generation != 0 {
+        let in_force = rules.in_force_mask();
+        let on = |rule_type: RuleType| in_force & rule_type.bit() != 0;
+        if cx.kept.is_empty() {
+            // The common case: no slot marked its exit.
+            if on(RuleType::ParamFlow) {
+                cx.position = PARAM_FLOW;
+                self.param_flow.exit(cx);
+            }
+            if on(RuleType::Degrade) {
+                cx.position = DEFAULT_CIRCUIT_BREAKER;
+                self.default_circuit_breaker.exit(cx);
+                cx.position = DEGRADE;
+                self.degrade.exit(cx);
+            }
+            return;
+        }
+        self.marked_exit(on, cx);
+    }
+
+    /// [`exit`](Self::exit) for an entry that kept something for its exit.
+    #[cold]
+    #[inline(never)]
+    fn marked_exit(&self, on: impl Fn(RuleType) -> bool, cx: &mut ExitContext<'_>) {
+        // Which run is decided before any does: none changes what the entry kept.
+        let runs = |rule_type: RuleType, position: u32| on(rule_type) || cx.kept.marked(position);
+        let (param_flow, default_circuit_breaker, degrade) = (
+            runs(RuleType::ParamFlow, PARAM_FLOW),
+            runs(RuleType::Degrade, DEFAULT_CIRCUIT_BREAKER),
+            runs(RuleType::Degrade, DEGRADE),
+        );
+        if param_flow {
+            cx.position = PARAM_FLOW;
             self.param_flow.exit(cx);
         }
-        // A probe admitted before the degrade rules were removed still completes (dropped instead, it
-        // would be reported as a failed probe).
-        if rules.in_force(RuleType::Degrade) || !cx.attachments.is_empty() {
+        if default_circuit_breaker {
+            cx.position = DEFAULT_CIRCUIT_BREAKER;
             self.default_circuit_breaker.exit(cx);
+        }
+        if degrade {
+            cx.position = DEGRADE;
             self.degrade.exit(cx);
         }
     }
@@ -234,7 +276,7 @@ mod tests {
 
     #[test]
     fn the_positions_name_their_slots() {
-        let name = |position: usize| SLOTS[position].name;
+        let name = |position: u32| SLOTS[position as usize].name;
         assert_eq!(
             [
                 name(AUTHORITY),
