@@ -196,8 +196,10 @@ fn release_counted(
 impl Slot for ParamFlowSlot {
     #[inline]
     fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
+        // The chain calls it only while hot-parameter rules are in force (the built-in path and the
+        // generic loop both check the engine's in-force mask first).
         let args = cx.args;
-        if args.is_empty() || !self.rules.in_force() {
+        if args.is_empty() {
             return Ok(());
         }
         let snapshot = self.rules.snapshot();
