@@ -3,10 +3,10 @@
 //!
 //! An engine whose slots are exactly the built-in ones (no builder edit, no slot registered by another
 //! crate) runs them as straight-line code: each rule slot behind its kind's in-force flag, the
-//! statistics inlined into the entry and the exit. It does what the generic loop over `dyn Slot` does
-//! with those slots, in the same order (Sentinel's: node selector, cluster builder, log, statistic,
-//! authority, system, hot parameters, flow, default circuit breakers, degrade), without an indirect call
-//! or a per-slot flag lookup.
+//! statistics inlined into the entry and the exit, a block unwound through static calls. It does what
+//! the generic loop over `dyn Slot` does with those slots, in the same order (Sentinel's: node
+//! selector, cluster builder, log, statistic, authority, system, hot parameters, flow, default circuit
+//! breakers, degrade), without an indirect call or a per-slot flag lookup.
 
 use std::sync::Arc;
 
@@ -110,8 +110,10 @@ const fn position(name: &str) -> u32 {
     panic!("not a built-in slot")
 }
 
-/// Where each checking slot sits, for unwinding a block through the slots before it and for filing what
-/// it keeps with an entry.
+/// Where each slot with a hook after the entry's sits, for unwinding a block through the slots before
+/// the one that blocked and for filing what each keeps with an entry.
+const LOG: u32 = position("log");
+const STATISTIC: u32 = position("statistic");
 const AUTHORITY: u32 = position("authority");
 const SYSTEM: u32 = position("system");
 const PARAM_FLOW: u32 = position("param_flow");
@@ -122,8 +124,9 @@ const DEGRADE: u32 = position("degrade");
 // The straight-line code below runs the checks in this order: the table must agree.
 const _: () = assert!(
     position("node_selector") < position("cluster_builder")
-        && position("cluster_builder") < position("statistic")
-        && position("statistic") < AUTHORITY
+        && position("cluster_builder") < LOG
+        && LOG < STATISTIC
+        && STATISTIC < AUTHORITY
         && AUTHORITY < SYSTEM
         && SYSTEM < PARAM_FLOW
         && PARAM_FLOW < FLOW
@@ -164,7 +167,7 @@ impl Builtin {
     }
 
     /// The entry hooks of the built-in chain; a block is unwound through the block hooks of the slots
-    /// before the one that blocked (`chain`'s generic unwinding) and returned as it was made, without
+    /// before the one that blocked ([`unwind`](Self::unwind)) and returned as it was made, without
     /// wrapping it.
     #[inline]
     pub(super) fn entry(
@@ -172,15 +175,6 @@ impl Builtin {
         chain: &SlotChain,
         cx: &mut SlotContext<'_>,
     ) -> Result<(), BlockError> {
-        macro_rules! check {
-            ($slot:expr, $position:expr) => {
-                cx.position = $position;
-                if let Err(block) = $slot.entry(cx) {
-                    chain.unwind(cx, $position, &block);
-                    return Err(block);
-                }
-            };
-        }
         // Neither ever blocks.
         let selected = NodeSelectorSlot.entry(cx);
         let built = ClusterBuilderSlot.entry(cx);
@@ -190,6 +184,15 @@ impl Builtin {
         // uncommitted there, never here).
         let in_force = chain.rules.in_force_mask();
         let on = |rule_type: RuleType| in_force & rule_type.bit() != 0;
+        macro_rules! check {
+            ($slot:expr, $position:expr) => {
+                cx.position = $position;
+                if let Err(block) = $slot.entry(cx) {
+                    self.unwind(in_force, cx, $position, &block);
+                    return Err(block);
+                }
+            };
+        }
         if on(RuleType::Authority) {
             check!(self.authority, AUTHORITY);
         }
@@ -216,6 +219,32 @@ impl Builtin {
         }
         StatisticSlot.on_pass(cx);
         Ok(())
+    }
+
+    /// The block hooks of the built-in slots before `position` (the slot that blocked), in reverse
+    /// order, as the generic loop runs them: each while its rules are in force (`in_force`, the mask the
+    /// entry read), or if it kept a word with the entry. The slots with a block hook are the log and
+    /// statistic slots, the hot-parameter slot and the two breaker slots
+    /// (`the_block_hooks_are_the_ones_unwind_runs`); the degrade slot, the last, never sees a later
+    /// block.
+    #[cold]
+    #[inline(never)]
+    fn unwind(&self, in_force: u32, cx: &mut SlotContext<'_>, position: u32, block: &BlockError) {
+        let sees = |cx: &SlotContext<'_>, rule_type: RuleType, at: u32| {
+            position > at && (in_force & rule_type.bit() != 0 || cx.kept.holds(at))
+        };
+        if sees(cx, RuleType::Degrade, DEFAULT_CIRCUIT_BREAKER) {
+            cx.position = DEFAULT_CIRCUIT_BREAKER;
+            self.default_circuit_breaker.on_block(cx, block);
+        }
+        if sees(cx, RuleType::ParamFlow, PARAM_FLOW) {
+            cx.position = PARAM_FLOW;
+            self.param_flow.on_block(cx, block);
+        }
+        cx.position = STATISTIC;
+        StatisticSlot.on_block(cx, block);
+        cx.position = LOG;
+        LogSlot.on_block(cx, block);
     }
 
     /// The exit hooks of the built-in chain, in order: each slot's while its rules are in force, or
@@ -299,5 +328,32 @@ mod tests {
             SLOTS.windows(2).all(|w| w[0].order < w[1].order),
             "in chain order"
         );
+        assert_eq!((name(LOG), name(STATISTIC)), ("log", "statistic"));
+    }
+
+    /// `Builtin::unwind` runs the block hooks of these slots, and only these have one.
+    #[test]
+    fn the_block_hooks_are_the_ones_unwind_runs() {
+        let fg = crate::Floodgate::default();
+        let parts = Parts {
+            rules: &fg.inner.rules,
+            occupy_timeout_ms: 500,
+        };
+        let with_block_hooks: Vec<&str> = SLOTS
+            .iter()
+            .filter(|s| (s.build)(&parts).hooks().block)
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(
+            with_block_hooks,
+            [
+                "log",
+                "statistic",
+                "param_flow",
+                "default_circuit_breaker",
+                "degrade"
+            ]
+        );
+        assert_eq!(position("degrade") as usize, SLOTS.len() - 1, "the last");
     }
 }

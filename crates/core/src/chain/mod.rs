@@ -238,7 +238,7 @@ impl SlotChain {
 
     /// Runs the block hooks of the slots before `position` (the slot that blocked), in reverse order.
     #[cold]
-    pub(super) fn unwind(&self, cx: &mut SlotContext<'_>, position: u32, block: &BlockError) {
+    fn unwind(&self, cx: &mut SlotContext<'_>, position: u32, block: &BlockError) {
         let rules = &self.rules;
         for before in self.blocks.iter().rev() {
             if before.position < position && before.sees(rules, cx) {

@@ -107,16 +107,16 @@ impl MaybeExtras {
 impl Drop for MaybeExtras {
     #[inline]
     fn drop(&mut self) {
-        if let Some(extras) = self.0.take() {
-            drop_extras(extras);
+        if self.0.is_some() {
+            drop_extras(&mut self.0);
         }
     }
 }
 
 #[cold]
 #[inline(never)]
-fn drop_extras(extras: Box<Extras>) {
-    drop(extras);
+fn drop_extras(extras: &mut Option<Box<Extras>>) {
+    drop(extras.take());
 }
 
 impl Deref for MaybeExtras {

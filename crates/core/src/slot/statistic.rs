@@ -4,8 +4,9 @@
 //! origin node and, for inbound entries, the global inbound node. A prioritized entry that borrowed future
 //! capacity counts as a pass of that window (the flow slot counts it there, on the node it borrowed
 //! from), and a queued entry (a rate limiter's wait) as a pass of the window it runs in, as Sentinel
-//! counts it after the controller's sleep (at most a minute ahead). On block: `count` blocks on the same nodes. On exit: RT and `count` successes, `count`
-//! exceptions if an error was traced, and concurrency −1.
+//! counts it after the controller's sleep (at most a minute ahead). On block: `count` blocks on the
+//! same nodes. On exit: RT and `count` successes, `count` exceptions if an error was traced, and
+//! concurrency −1.
 
 use super::{EngineCore, ExitContext, Hooks, Slot, SlotContext};
 use crate::block::BlockError;
