@@ -14,7 +14,7 @@ use crate::entry_type::{EntryType, ResourceType};
 use crate::frames::{self, EntryFrame, Placement};
 use crate::param::ParamValue;
 use crate::registry::{ContextData, Parent, Resource};
-use crate::slot::{Attachment, ExitContext, SlotContext};
+use crate::slot::{ExitContext, ExitKept, Kept, SlotContext};
 use crate::stat::current_stripe;
 
 const NANOS_PER_MILLI: u64 = 1_000_000;
@@ -239,19 +239,14 @@ impl<'a> EntryBuilder<'a> {
             node_counted: false,
             origin_node_id: None,
             wait: Duration::ZERO,
-            occupied: None,
-            attachments: Vec::new(),
-            param_generation: 0,
+            pass_borrowed: false,
+            position: 0,
+            kept: Kept::default(),
         };
         engine.chain.entry(&mut cx)?;
-        let attachments = (!cx.attachments.is_empty()).then(|| Box::new(cx.attachments));
-        let (node_id, node_counted, origin_node_id, waited, param_generation) = (
-            cx.node_id,
-            cx.node_counted,
-            cx.origin_node_id,
-            cx.wait,
-            cx.param_generation,
-        );
+        let kept = cx.kept.take_exit();
+        let (node_id, node_counted, origin_node_id, waited) =
+            (cx.node_id, cx.node_counted, cx.origin_node_id, cx.wait);
         let (frame_id, previous) = if on_thread {
             frames::push(engine.id, context.id, node_id, placement.origin)
         } else {
@@ -273,7 +268,7 @@ impl<'a> EntryBuilder<'a> {
                         frame_id,
                         thread: stripe as u32,
                     },
-                    attachments,
+                    kept,
                     created_nanos: now_nanos,
                     waited_nanos,
                     node: node_id.unwrap_or(NONE),
@@ -281,7 +276,6 @@ impl<'a> EntryBuilder<'a> {
                     count: self.count,
                     entry_type: self.entry_type,
                     node_counted,
-                    param_generation,
                     error: AtomicBool::new(false),
                 })
             };
@@ -408,8 +402,8 @@ fn id(id: u32) -> Option<u32> {
 /// that returning and dropping an entry moves few bytes.
 struct Admitted<At> {
     at: At,
-    #[allow(clippy::box_collection)] // one thin pointer keeps the entry small
-    attachments: Option<Box<Vec<Attachment>>>,
+    /// What the slots that marked their exit kept for it, and the attachments.
+    kept: ExitKept,
     created_nanos: u64,
     waited_nanos: u64,
     node: u32,
@@ -417,8 +411,6 @@ struct Admitted<At> {
     count: u32,
     entry_type: EntryType,
     node_counted: bool,
-    /// The generation of the hot-parameter rules that counted the call in flight (0: none did).
-    param_generation: u64,
     error: AtomicBool,
 }
 
@@ -484,8 +476,8 @@ impl<At> Admitted<At> {
             now_ms,
             stripe,
             at: resource.cluster.stats.cursor(now_ms, stripe),
-            attachments: self.attachments.as_deref().map_or(&[], Vec::as_slice),
-            param_generation: self.param_generation,
+            position: 0,
+            kept: &self.kept,
         };
         engine.chain.exit(&mut cx);
     }
@@ -518,7 +510,7 @@ impl Admitted<Borrowed<'_>> {
     fn detach(self, engine: &Inner) -> Admitted<Ids> {
         let Admitted {
             at,
-            attachments,
+            kept,
             created_nanos,
             waited_nanos,
             node,
@@ -526,7 +518,6 @@ impl Admitted<Borrowed<'_>> {
             count,
             entry_type,
             node_counted,
-            param_generation,
             error,
         } = self;
         Admitted {
@@ -540,7 +531,7 @@ impl Admitted<Borrowed<'_>> {
                 },
                 args: at.args.into_owned_boxed(),
             },
-            attachments,
+            kept,
             created_nanos,
             waited_nanos,
             node,
@@ -548,7 +539,6 @@ impl Admitted<Borrowed<'_>> {
             count,
             entry_type,
             node_counted,
-            param_generation,
             error,
         }
     }
@@ -725,5 +715,22 @@ impl Drop for OwnedEntry {
             &d.at.args,
             current_stripe(),
         );
+    }
+}
+
+#[cfg(all(test, target_pointer_width = "64"))]
+mod tests {
+    use super::*;
+
+    /// Entries are returned and dropped by value on every call: what slots keep with one (the words
+    /// of the slots that marked their exit, the attachments) fits in the place of an optional box and
+    /// a word, and the entry types do not grow.
+    #[test]
+    fn the_entry_types_keep_their_sizes() {
+        use std::mem::size_of;
+        assert_eq!(size_of::<Entry<'_>>(), 192);
+        assert_eq!(size_of::<OwnedEntry>(), 88);
+        assert_eq!(size_of::<Admitted<Borrowed<'_>>>(), 192);
+        assert_eq!(size_of::<Admitted<Ids>>(), 80);
     }
 }

@@ -517,3 +517,162 @@ fn a_panicking_block_hook_releases_hot_parameter_counts_once() {
     );
     drop((a, b));
 }
+
+/// Counts calls in flight, bound to flow rules, and marks its exit so that what it counted is given
+/// back whatever the rules by then. Its exit checks it gets its own word back.
+#[derive(Debug, Default)]
+struct MarksItsExit {
+    in_flight: std::sync::atomic::AtomicI64,
+    exits: std::sync::atomic::AtomicU32,
+}
+impl Slot for MarksItsExit {
+    fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
+        self.in_flight
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        cx.keep_until_exit(u64::from(cx.count()) + 40);
+        Ok(())
+    }
+    fn exit(&self, cx: &mut ExitContext<'_>) {
+        assert_eq!(cx.kept(), Some(u64::from(cx.count()) + 40), "its own word");
+        self.in_flight
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        self.exits.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+    fn hooks(&self) -> Hooks {
+        Hooks {
+            entry: true,
+            pass: false,
+            block: false,
+            exit: true,
+        }
+    }
+    fn rule_type(&self) -> Option<floodgate_core::RuleType> {
+        Some(floodgate_core::RuleType::Flow)
+    }
+}
+
+/// A slot that marked its exit at entry sees the exit even once no rule of its kind is in force, with
+/// the word it kept; one skipped at entry marks nothing and sees no exit. Other slots keeping words in
+/// the same entry (the hot-parameter slot, another custom slot) keep theirs apart.
+#[test]
+fn a_marked_exit_runs_after_the_rules_are_removed() {
+    use floodgate_core::{FlowGrade, ParamFlowRule, RuleType};
+    let marks = Arc::new(MarksItsExit::default());
+    let in_flight = Arc::new(FlowInFlight::default());
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(T0))
+        .slot("marks_its_exit", -2100, marks.clone())
+        .slot("flow_in_flight", -2200, in_flight.clone())
+        .build();
+    fg.load_rules_json(RuleType::Flow, r#"[{"resource":"other","count":1}]"#)
+        .unwrap();
+    fg.load_param_flow_rules([ParamFlowRule::new("R", 0, 1.0).grade(FlowGrade::Thread)])
+        .unwrap();
+    let a = fg.entry("R").args(["v"]).count(2).enter().unwrap();
+    let b = fg.entry("S").enter().unwrap();
+    fg.load_rules_json(RuleType::Flow, "[]").unwrap();
+    drop((a, b));
+    assert_eq!(
+        marks.exits.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "both exits seen, rules gone"
+    );
+    assert_eq!(marks.in_flight.load(std::sync::atomic::Ordering::SeqCst), 0);
+    // The unmarked slot bound to the same rules took one per entry and saw no exit.
+    assert_eq!(in_flight.0.load(std::sync::atomic::Ordering::SeqCst), 2);
+    // The hot-parameter slot's count of v was released too.
+    drop(
+        fg.entry("R")
+            .args(["v"])
+            .enter()
+            .expect("v is no longer in flight"),
+    );
+    // Skipped at entry (no flow rule): nothing marked, no exit.
+    drop(fg.entry("R").enter().unwrap());
+    assert_eq!(marks.exits.load(std::sync::atomic::Ordering::SeqCst), 2);
+    assert_eq!(marks.in_flight.load(std::sync::atomic::Ordering::SeqCst), 0);
+}
+
+/// What a slot keeps, and in which hooks it saw it.
+#[derive(Debug, Default)]
+struct Keeps {
+    seen: Mutex<Vec<String>>,
+}
+impl Slot for Keeps {
+    fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
+        assert_eq!(cx.kept(), None);
+        cx.keep(7);
+        cx.keep(8);
+        Ok(())
+    }
+    fn on_pass(&self, cx: &mut SlotContext<'_>) {
+        self.seen
+            .lock()
+            .unwrap()
+            .push(format!("pass {:?}", cx.kept()));
+    }
+    fn on_block(&self, cx: &mut SlotContext<'_>, _block: &BlockError) {
+        let word = cx.forget();
+        self.seen.lock().unwrap().push(format!("block {word:?}"));
+    }
+    fn exit(&self, cx: &mut ExitContext<'_>) {
+        self.seen
+            .lock()
+            .unwrap()
+            .push(format!("exit {:?}", cx.kept()));
+    }
+    fn rule_type(&self) -> Option<floodgate_core::RuleType> {
+        Some(floodgate_core::RuleType::Flow)
+    }
+}
+
+/// Removes every flow rule of the engine it is given, from its entry hook.
+#[derive(Debug, Default)]
+struct RemovesFlowRules(std::sync::OnceLock<Floodgate>);
+impl Slot for RemovesFlowRules {
+    fn entry(&self, _cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
+        if let Some(fg) = self.0.get() {
+            fg.load_rules_json(floodgate_core::RuleType::Flow, "[]")
+                .unwrap();
+        }
+        Ok(())
+    }
+    fn hooks(&self) -> Hooks {
+        Hooks::ENTRY
+    }
+}
+
+/// A word kept with [`SlotContext::keep`] reaches the slot's pass and block hooks (replaced by a second
+/// `keep`, taken back by `forget`), even when the slot's rules are removed between its entry hook and
+/// them; only a word kept until the exit reaches the exit.
+#[test]
+fn a_kept_word_reaches_the_later_hooks_and_not_the_exit() {
+    use floodgate_core::RuleType;
+    let keeps = Arc::new(Keeps::default());
+    let remover = Arc::new(RemovesFlowRules::default());
+    let blocker = Arc::new(BlocksWhenArmed::default());
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(T0))
+        .slot("keeps", -2100, keeps.clone())
+        .slot("removes_flow_rules", -2000, remover.clone())
+        .slot("blocks_when_armed", -500, blocker.clone())
+        .build();
+    let rules = r#"[{"resource":"other","count":1}]"#;
+    fg.load_rules_json(RuleType::Flow, rules).unwrap();
+    drop(fg.entry("R").enter().unwrap());
+    assert_eq!(*keeps.seen.lock().unwrap(), ["pass Some(8)", "exit None"]);
+    keeps.seen.lock().unwrap().clear();
+
+    // Rules removed between the entry hook and the pass hook: the pass hook runs all the same; the
+    // exit, not marked, is skipped.
+    let _ = remover.0.set(fg.clone());
+    drop(fg.entry("R").enter().unwrap());
+    assert_eq!(*keeps.seen.lock().unwrap(), ["pass Some(8)"]);
+    keeps.seen.lock().unwrap().clear();
+
+    // Blocked by a later slot, rules removed meanwhile: the block hook gets the word.
+    fg.load_rules_json(RuleType::Flow, rules).unwrap();
+    blocker.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert!(fg.entry("R").enter().is_err());
+    assert_eq!(*keeps.seen.lock().unwrap(), ["block Some(8)"]);
+}

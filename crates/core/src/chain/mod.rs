@@ -36,8 +36,8 @@ pub(crate) enum ChainEdit {
 struct ChainSlot {
     name: &'static str,
     order: i32,
-    /// The slot's position in the whole chain.
-    position: usize,
+    /// The slot's position in the whole chain (what it keeps with an entry is filed under it).
+    position: u32,
     slot: Arc<dyn Slot>,
     hooks: Hooks,
     rule_type: Option<RuleType>,
@@ -48,6 +48,13 @@ impl ChainSlot {
     #[inline]
     fn active(&self, rules: &RuleSets) -> bool {
         self.rule_type.is_none_or(|t| rules.in_force(t))
+    }
+
+    /// Whether the slot's pass or block hook runs for the entry `cx`: it is active, or it kept a word
+    /// with the entry (it took something the hook settles, under rules since removed).
+    #[inline]
+    fn sees(&self, rules: &RuleSets, cx: &SlotContext<'_>) -> bool {
+        self.active(rules) || cx.kept.holds(self.position)
     }
 }
 
@@ -108,7 +115,8 @@ impl SlotChain {
             .map(|(position, (name, order, slot))| ChainSlot {
                 name,
                 order,
-                position,
+                // A chain holds far fewer than 2^31 slots.
+                position: position as u32,
                 hooks: slot.hooks(),
                 rule_type: slot.rule_type(),
                 slot,
@@ -160,6 +168,7 @@ impl SlotChain {
             for (i, s) in self.entries.iter().enumerate() {
                 if s.active(rules) {
                     ran = i + 1;
+                    cx.position = s.position;
                     s.slot.entry(cx).map_err(|block| (s.position, block))?;
                 }
             }
@@ -173,6 +182,7 @@ impl SlotChain {
             Ok(Ok(())) => {}
             Err(payload) => {
                 for s in &self.entries[..ran] {
+                    cx.position = s.position;
                     s.slot.on_abandon(cx);
                 }
                 panic::resume_unwind(payload);
@@ -184,15 +194,15 @@ impl SlotChain {
         let mut reached = 0;
         let passed = panic::catch_unwind(AssertUnwindSafe(|| {
             for (i, s) in self.passes.iter().enumerate() {
-                if s.active(rules) {
+                if s.sees(rules, cx) {
                     reached = i;
+                    cx.position = s.position;
                     s.slot.on_pass(cx);
                 }
             }
         }));
         if let Err(payload) = passed {
-            let not_passed: Vec<usize> =
-                self.passes[reached..].iter().map(|s| s.position).collect();
+            let not_passed: Vec<u32> = self.passes[reached..].iter().map(|s| s.position).collect();
             self.exit_now(cx, &not_passed);
             panic::resume_unwind(payload);
         }
@@ -202,7 +212,8 @@ impl SlotChain {
     /// Exits an entry whose pass hook panicked, at once and as failed, through the exit hooks of the
     /// slots that are not in `not_passed` (whose pass hooks did not run).
     #[cold]
-    fn exit_now(&self, cx: &SlotContext<'_>, not_passed: &[usize]) {
+    fn exit_now(&self, cx: &mut SlotContext<'_>, not_passed: &[u32]) {
+        let kept = cx.kept.take_exit();
         let mut exit = ExitContext {
             engine: cx.engine,
             resource: cx.resource,
@@ -219,18 +230,19 @@ impl SlotChain {
             now_ms: cx.now_ms,
             stripe: cx.stripe,
             at: cx.at,
-            attachments: &cx.attachments,
-            param_generation: cx.param_generation,
+            position: 0,
+            kept: &kept,
         };
         self.run_exits(&mut exit, |s| !not_passed.contains(&s.position));
     }
 
     /// Runs the block hooks of the slots before `position` (the slot that blocked), in reverse order.
     #[cold]
-    pub(super) fn unwind(&self, cx: &mut SlotContext<'_>, position: usize, block: &BlockError) {
+    fn unwind(&self, cx: &mut SlotContext<'_>, position: u32, block: &BlockError) {
         let rules = &self.rules;
         for before in self.blocks.iter().rev() {
-            if before.position < position && before.active(rules) {
+            if before.position < position && before.sees(rules, cx) {
+                cx.position = before.position;
                 before.slot.on_block(cx, block);
             }
         }
@@ -253,16 +265,17 @@ impl SlotChain {
     #[inline(never)]
     fn run_exits(&self, cx: &mut ExitContext<'_>, runs: impl Fn(&ChainSlot) -> bool) {
         let rules = &self.rules;
-        // An entry that carries attachments (a breaker's probe) reaches the degrade slots' exits even
-        // once no degrade rule is in force, so that a probe admitted before the rules were removed
-        // completes. Only those: another slot skipped at entry is skipped at exit too, so that a slot
-        // counting at entry and giving back at exit never gives back what it did not take and goes
-        // below zero (`a_slot_skipped_at_entry_is_skipped_at_exit_whatever_the_entry_carries`).
-        let attached = !cx.attachments.is_empty();
+        // A slot that marked its exit (`SlotContext::keep_until_exit`: it took something to give back,
+        // a breaker's probe, hot-parameter counts) exits even once it is no longer active, so that
+        // what it took under rules removed since is given back
+        // (`a_marked_exit_runs_after_the_rules_are_removed`). Only those: another slot inactive at
+        // exit is skipped, and one skipped at entry marked nothing, so that a slot counting at entry
+        // and giving back at exit never gives back what it did not take and goes below zero
+        // (`a_slot_skipped_at_entry_is_skipped_at_exit_whatever_the_entry_carries`).
         let mut first_panic = None;
         for s in self.exits.iter() {
-            let probe_exit = attached && s.rule_type == Some(RuleType::Degrade);
-            if (probe_exit || s.active(rules)) && runs(s) {
+            if (s.active(rules) || cx.kept.marked(s.position)) && runs(s) {
+                cx.position = s.position;
                 if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| s.slot.exit(cx))) {
                     first_panic.get_or_insert(payload);
                 }

@@ -6,8 +6,10 @@
 //!
 //! 1. **entry**: ask each breaker once ([`Breaker::try_pass`]). A closed breaker passes; an open one
 //!    blocks; an open one whose retry time has come reserves the probe, and the reservation (a
-//!    [`ProbeToken`]) is attached to the entry. If a breaker blocks, the reservations this slot made for
-//!    the same entry are released before the block is returned.
+//!    [`ProbeToken`]) is attached to the entry, and the slot marks its exit
+//!    ([`SlotContext::keep_until_exit`]) so that the probe completes even if the degrade rules are
+//!    removed before the entry exits. If a breaker blocks, the reservations this slot made for the same
+//!    entry are released before the block is returned.
 //! 2. **on_pass** (the whole chain admitted the entry): commit the reservations, OPEN → HALF_OPEN.
 //! 3. **on_block** (a later slot blocked the entry): release them, silently, retry time unchanged.
 //! 4. **exit**: the probe's completion decides its breaker; every other breaker of the resource counts
@@ -147,14 +149,20 @@ fn entry(rules: &DegradeRules, cx: &mut SlotContext<'_>, which: Which) -> Result
     if breakers.is_empty() {
         return Ok(());
     }
-    let mark = cx.attachments.len();
+    let mark = cx.kept.attachments().len();
     for breaker in breakers {
         match breaker.try_pass(cx.now_ms) {
             Admission::Pass => {}
-            Admission::Probe(token) => cx.attach(Arc::new(token)),
+            Admission::Probe(token) => {
+                cx.attach(Arc::new(token));
+                // The probe, attached, is the state; the word says nothing more.
+                cx.keep_until_exit(0);
+            }
             Admission::Block => {
                 // Dropping the tokens this call reserved releases them (nothing reported).
-                cx.attachments.truncate(mark);
+                if let Some(attachments) = cx.kept.attachments_mut() {
+                    attachments.truncate(mark);
+                }
                 return Err(cx
                     .block(BlockKind::Degrade)
                     .with_rule(breaker.rule.clone() as Arc<dyn BlockRule>));
@@ -165,7 +173,7 @@ fn entry(rules: &DegradeRules, cx: &mut SlotContext<'_>, which: Which) -> Result
 }
 
 fn commit(cx: &mut SlotContext<'_>, which: Which) {
-    for attachment in &cx.attachments {
+    for attachment in cx.kept.attachments() {
         if let Some(token) = which.probe(attachment) {
             token.commit(cx.now_ms);
         }
@@ -173,8 +181,8 @@ fn commit(cx: &mut SlotContext<'_>, which: Which) {
 }
 
 fn release(cx: &mut SlotContext<'_>, which: Which) {
-    if !cx.attachments.is_empty() {
-        cx.attachments.retain(|a| which.probe(a).is_none());
+    if let Some(attachments) = cx.kept.attachments_mut() {
+        attachments.retain(|a| which.probe(a).is_none());
     }
 }
 
@@ -182,7 +190,7 @@ fn release(cx: &mut SlotContext<'_>, which: Which) {
 fn exit(rules: &DegradeRules, cx: &mut ExitContext<'_>, which: Which) {
     let (rt, error, now) = (cx.rt_ms, cx.error, cx.now_ms);
     let mut probes = false;
-    for attachment in cx.attachments {
+    for attachment in cx.attachments() {
         if let Some(token) = which.probe(attachment) {
             token.complete(rt, error, now);
             probes = true;
@@ -200,7 +208,7 @@ fn exit(rules: &DegradeRules, cx: &mut ExitContext<'_>, which: Which) {
     };
     for breaker in which.list(resolved) {
         let is_probe = probes
-            && cx.attachments.iter().any(|a| {
+            && cx.attachments().iter().any(|a| {
                 which
                     .probe(a)
                     .is_some_and(|t| Arc::ptr_eq(t.breaker(), breaker))

@@ -16,10 +16,12 @@
 //! for.
 //!
 //! THREAD rules count a call in flight per value when it is admitted and release it when the entry
-//! exits, or when a later slot blocks the entry. The entry keeps the generation of the rules it was
-//! counted under, and the release goes to exactly the rule states of that generation still in force (a
-//! state carried over by a reload keeps its counts; a rule added meanwhile never counted this call).
-//! Times would not do: a reload in the same millisecond as an admission is indistinguishable by time.
+//! exits, or when a later slot blocks the entry. The slot keeps the generation of the rules the call
+//! was counted under as its word of the entry, until the exit (so its exit hook runs even once no
+//! hot-parameter rule is in force), and the release goes to exactly the rule states of that generation
+//! still in force (a state carried over by a reload keeps its counts; a rule added meanwhile never
+//! counted this call). Times would not do: a reload in the same millisecond as an admission is
+//! indistinguishable by time.
 
 use std::fmt;
 use std::sync::Arc;
@@ -175,16 +177,16 @@ fn release(rules: &Rules, scope: u32, args: &[ParamValue<'_>], generation: u64) 
     }
 }
 
-/// Releases what [`ParamFlowSlot::entry`] counted for `resource` under `generation` (0: nothing).
+/// Releases what [`ParamFlowSlot::entry`] counted for `resource` under `generation` (`None`: nothing).
 fn release_counted(
     rules: &ParamFlowRules,
     resource: &Resource,
     args: &[ParamValue<'_>],
-    generation: u64,
+    generation: Option<u64>,
 ) {
-    if generation == 0 {
+    let Some(generation) = generation else {
         return;
-    }
+    };
     let snapshot = rules.snapshot();
     if let Some(rules) = snapshot.rules_of(resource) {
         release(rules, resource.id, args, generation);
@@ -194,8 +196,10 @@ fn release_counted(
 impl Slot for ParamFlowSlot {
     #[inline]
     fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
+        // The chain calls it only while hot-parameter rules are in force (the built-in path and the
+        // generic loop both check the engine's in-force mask first).
         let args = cx.args;
-        if args.is_empty() || !self.rules.in_force() {
+        if args.is_empty() {
             return Ok(());
         }
         let snapshot = self.rules.snapshot();
@@ -234,15 +238,15 @@ impl Slot for ParamFlowSlot {
             cx.add_wait(Duration::from_nanos(wait));
         }
         if rules.iter().any(|s| s.is_thread()) {
-            cx.param_generation = snapshot.generation;
+            cx.keep_until_exit(snapshot.generation);
         }
         Ok(())
     }
 
     fn on_block(&self, cx: &mut SlotContext<'_>, _block: &BlockError) {
-        release_counted(&self.rules, cx.resource, cx.args, cx.param_generation);
-        // Released: nothing is counted any more.
-        cx.param_generation = 0;
+        // Forgotten as released: nothing is counted any more.
+        let counted = cx.forget();
+        release_counted(&self.rules, cx.resource, cx.args, counted);
     }
 
     #[inline]
@@ -253,12 +257,12 @@ impl Slot for ParamFlowSlot {
     fn on_abandon(&self, cx: &mut SlotContext<'_>) {
         // A custom entry hook after this one panicked: the values counted in flight (THREAD rules) are
         // released, or they would stay counted for good.
-        release_counted(&self.rules, cx.resource, cx.args, cx.param_generation);
-        cx.param_generation = 0;
+        let counted = cx.forget();
+        release_counted(&self.rules, cx.resource, cx.args, counted);
     }
 
     fn exit(&self, cx: &mut ExitContext<'_>) {
-        release_counted(&self.rules, cx.resource, cx.args, cx.param_generation);
+        release_counted(&self.rules, cx.resource, cx.args, cx.kept());
     }
 
     fn hooks(&self) -> Hooks {

@@ -21,6 +21,7 @@
 
 mod cluster_builder;
 mod core;
+mod kept;
 mod log;
 mod node_selector;
 mod statistic;
@@ -32,6 +33,7 @@ use std::time::Duration;
 
 pub use cluster_builder::ClusterBuilderSlot;
 pub(crate) use core::EngineCore;
+pub(crate) use kept::{ExitKept, Kept};
 pub(crate) use log::BlockLog;
 pub use log::LogSlot;
 pub use node_selector::NodeSelectorSlot;
@@ -39,7 +41,7 @@ pub use statistic::StatisticSlot;
 
 use crate::block::{BlockError, BlockKind};
 use crate::entry_type::{EntryType, ResourceType};
-use crate::node::{DefaultNode, NodeView, StatisticNode};
+use crate::node::{DefaultNode, NodeView};
 use crate::param::ParamValue;
 use crate::registry::{ContextData, Parent, Resource};
 use crate::rules::RuleType;
@@ -142,9 +144,10 @@ pub trait Slot: Send + Sync + fmt::Debug + 'static {
     }
 
     /// The engine rule kind this slot enforces, if any: the chain skips the slot entirely while no rule
-    /// of that kind is in force (a relaxed load instead of a call). (The degrade slots' exits also run
-    /// for an entry that carries [attachments](ExitContext::attachments): a breaker's probe admitted
-    /// before the degrade rules were removed completes.)
+    /// of that kind is in force (a relaxed load instead of a call). A slot that took something for an
+    /// entry keeps a word for it ([`SlotContext::keep`], [`SlotContext::keep_until_exit`]) and then
+    /// sees that entry's later hooks (its exit with `keep_until_exit`) even once no rule of its kind is
+    /// in force any more: a breaker's probe admitted before the degrade rules were removed completes.
     fn rule_type(&self) -> Option<RuleType> {
         None
     }
@@ -205,13 +208,15 @@ pub struct SlotContext<'a> {
     pub(crate) node_counted: bool,
     pub(crate) origin_node_id: Option<u32>,
     pub(crate) wait: Duration,
-    /// A prioritized entry's passes borrowed from a future window (Sentinel's occupied pass): the node
-    /// and the future time. Committed by the statistic slot when the whole chain admits the entry, so
-    /// that an entry a later slot blocks borrows nothing.
-    pub(crate) occupied: Option<(&'a StatisticNode, u64)>,
-    pub(crate) attachments: Vec<Attachment>,
-    /// The generation of the hot-parameter rules that counted this call in flight (0: none did).
-    pub(crate) param_generation: u64,
+    /// A slot counted the entry's pass ahead, in the future window it borrowed it from (a prioritized
+    /// entry's borrowed pass, committed by the flow slot's pass hook once the whole chain admitted the
+    /// entry): the statistic slot then counts only the entry's concurrency.
+    pub(crate) pass_borrowed: bool,
+    /// The position in the chain of the slot whose hook runs, set by the chain before each call: what
+    /// the slot keeps is filed under it.
+    pub(crate) position: u32,
+    /// The words the slots keep with the entry, and the attachments.
+    pub(crate) kept: Kept,
 }
 
 /// State a slot keeps with an admitted entry until it exits (for example the circuit breaker whose
@@ -300,7 +305,36 @@ impl SlotContext<'_> {
     /// Keeps `attachment` with the entry; [`ExitContext::attachments`] returns it at exit. Attach only in
     /// [`Slot::on_pass`] (an entry that is blocked never exits).
     pub fn attach(&mut self, attachment: Attachment) {
-        self.attachments.push(attachment);
+        self.kept.attach(attachment);
+    }
+
+    /// Keeps `word` with the entry for this slot's later hooks ([`on_pass`](Slot::on_pass),
+    /// [`on_block`](Slot::on_block), [`on_abandon`](Slot::on_abandon) read it with
+    /// [`kept`](Self::kept)), in place of the word it kept before. The slot then sees those hooks even
+    /// if it is no longer active by then (see [`Slot::rule_type`]). Kept inline, with no allocation, for
+    /// one slot of the entry that keeps its word until the exit (a word below 2^56) and one that does
+    /// not; more words take the heap.
+    pub fn keep(&mut self, word: u64) {
+        self.kept.put(self.position, word, false);
+    }
+
+    /// [`keep`](Self::keep)s `word`, and marks this slot's exit: its [`exit`](Slot::exit) hook runs
+    /// when the entry exits even if the slot is no longer active then (see [`Slot::rule_type`]), and
+    /// reads `word` with [`ExitContext::kept`]. For a slot that takes something at entry and gives it
+    /// back at exit: without the mark, a slot inactive at entry or at exit sees no exit, so it never
+    /// gives back what it did not take, but what it took under rules removed since would stay taken.
+    pub fn keep_until_exit(&mut self, word: u64) {
+        self.kept.put(self.position, word, true);
+    }
+
+    /// The word this slot keeps with the entry, if any.
+    pub fn kept(&self) -> Option<u64> {
+        self.kept.get(self.position)
+    }
+
+    /// Takes this slot's word back (and the mark on its exit): the slot has nothing left to give back.
+    pub fn forget(&mut self) -> Option<u64> {
+        self.kept.take(self.position)
     }
 
     /// A block of `kind` on this resource (no allocation: shares the resource name).
@@ -327,9 +361,10 @@ pub struct ExitContext<'a> {
     pub(crate) now_ms: u64,
     pub(crate) stripe: usize,
     pub(crate) at: Cursor,
-    pub(crate) attachments: &'a [Attachment],
-    /// See [`SlotContext`]'s field of the same name.
-    pub(crate) param_generation: u64,
+    /// The position in the chain of the slot whose exit hook runs (see [`SlotContext`]'s).
+    pub(crate) position: u32,
+    /// What the slots that marked their exit kept, and the attachments.
+    pub(crate) kept: &'a ExitKept,
 }
 
 impl ExitContext<'_> {
@@ -380,6 +415,11 @@ impl ExitContext<'_> {
 
     /// What slots attached to the entry when it was admitted.
     pub fn attachments(&self) -> &[Attachment] {
-        self.attachments
+        self.kept.attachments()
+    }
+
+    /// The word this slot kept with [`SlotContext::keep_until_exit`], if it did.
+    pub fn kept(&self) -> Option<u64> {
+        self.kept.get(self.position)
     }
 }

@@ -2,10 +2,11 @@
 //!
 //! On pass: concurrency +1 and `count` passes on the context node (if it counts), the cluster node, the
 //! origin node and, for inbound entries, the global inbound node. A prioritized entry that borrowed future
-//! capacity counts as a pass of that window, and a queued entry (a rate limiter's wait) as a pass of
-//! the window it runs in, as Sentinel counts it after the controller's sleep (at most a minute
-//! ahead). On block: `count` blocks on the same nodes. On exit: RT and `count` successes, `count`
-//! exceptions if an error was traced, and concurrency −1.
+//! capacity counts as a pass of that window (the flow slot counts it there, on the node it borrowed
+//! from), and a queued entry (a rate limiter's wait) as a pass of the window it runs in, as Sentinel
+//! counts it after the controller's sleep (at most a minute ahead). On block: `count` blocks on the
+//! same nodes. On exit: RT and `count` successes, `count` exceptions if an error was traced, and
+//! concurrency −1.
 
 use super::{EngineCore, ExitContext, Hooks, Slot, SlotContext};
 use crate::block::BlockError;
@@ -50,8 +51,10 @@ fn entry_nodes<'a>(
 }
 
 /// The pass of an entry that waits: a queued one counts in the window it runs in (Sentinel counts it
-/// after the controller's sleep), a prioritized one as its borrowed pass. Out of line: the usual pass
-/// (no wait) stays small enough to inline (with this inline, every entry was ≈ 20 ns slower).
+/// after the controller's sleep); a prioritized one that borrowed its pass from a future window (it
+/// waits for that window) was counted there by the flow slot, and counts only its concurrency here.
+/// Out of line: the usual pass (no wait) stays small enough to inline (with this inline, every entry
+/// was ≈ 20 ns slower).
 #[cold]
 #[inline(never)]
 fn waited_pass<'a>(cx: &SlotContext<'a>, node: Option<&'a StatisticNode>) {
@@ -61,13 +64,9 @@ fn waited_pass<'a>(cx: &SlotContext<'a>, node: Option<&'a StatisticNode>) {
         .saturating_add(u64::try_from(cx.wait.as_millis()).unwrap_or(u64::MAX));
     for n in entry_nodes(cx, node) {
         n.increase_thread(cx.stripe);
-        if cx.occupied.is_none() {
+        if !cx.pass_borrowed {
             n.add_queued_pass(at, runs_at, count);
         }
-    }
-    // Borrowed passes count as passes of their window when it comes.
-    if let Some((node, future)) = cx.occupied {
-        node.add_waiting(at, future, count);
     }
 }
 
@@ -76,7 +75,8 @@ impl Slot for StatisticSlot {
     fn on_pass(&self, cx: &mut SlotContext<'_>) {
         let node = cx.default_node.and_then(|n| n.counting());
         cx.node_counted = node.is_some();
-        if !cx.wait.is_zero() || cx.occupied.is_some() {
+        // A borrowed pass always waits (at least until its window starts).
+        if !cx.wait.is_zero() {
             return waited_pass(cx, node);
         }
         let (at, count) = (cx.at, cx.count);

@@ -54,10 +54,9 @@ impl SystemSlot {
 impl Slot for SystemSlot {
     #[inline]
     fn entry(&self, cx: &mut SlotContext<'_>) -> Result<(), BlockError> {
+        // The chain calls it only while system rules are in force (the built-in path and the generic
+        // loop both check the engine's in-force mask first): outbound entries are noted only then.
         let system = &*self.rules;
-        if !system.in_force() {
-            return Ok(());
-        }
         if cx.entry_type != EntryType::In {
             system.note_outbound(&cx.engine.registry.inbound.stats);
             return Ok(());
