@@ -134,6 +134,7 @@ pub mod slot;
 mod stat;
 pub mod stats;
 mod system;
+mod thread_copies;
 mod utc;
 
 pub use authority::{AuthorityRule, AuthorityStrategy};

@@ -9,7 +9,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::manager::AuthorityRules;
-use crate::block::{BlockError, BlockKind, BlockRule};
+use crate::block::{BlockError, BlockKind};
 use crate::rules::RuleType;
 use crate::slot::{Hooks, Slot, SlotContext};
 
@@ -51,7 +51,7 @@ impl Slot for AuthoritySlot {
             None => Ok(()),
             Some(listing) => Err(cx
                 .block(BlockKind::Authority)
-                .with_rule(listing.rule.clone() as Arc<dyn BlockRule>)),
+                .with_rule(crate::thread_copies::rule(&listing.rule))),
         }
     }
 

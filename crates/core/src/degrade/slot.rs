@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use super::breaker::{Admission, Breaker, ProbeToken};
 use super::manager::{DegradeRules, Resolved};
-use crate::block::{BlockError, BlockKind, BlockRule};
+use crate::block::{BlockError, BlockKind};
 use crate::rules::RuleType;
 use crate::slot::{Attachment, ExitContext, Slot, SlotContext};
 
@@ -165,7 +165,7 @@ fn entry(rules: &DegradeRules, cx: &mut SlotContext<'_>, which: Which) -> Result
                 }
                 return Err(cx
                     .block(BlockKind::Degrade)
-                    .with_rule(breaker.rule.clone() as Arc<dyn BlockRule>));
+                    .with_rule(crate::thread_copies::rule(&breaker.rule)));
             }
         }
     }

@@ -32,7 +32,7 @@ use super::decision::Decision;
 use super::limit_app::LimitApp;
 use super::manager::{Controller, FlowRuleState, ResourceRules};
 use super::rule::{FlowGrade, FlowStrategy};
-use crate::block::{BlockError, BlockKind, BlockRule};
+use crate::block::{BlockError, BlockKind};
 use crate::node::StatisticNode;
 use crate::rules::RuleType;
 use crate::slot::{Hooks, Slot, SlotContext};
@@ -218,7 +218,7 @@ fn hold(cx: &mut SlotContext<'_>, state: &FlowRuleState, node: &StatisticNode, w
 #[inline(never)]
 fn block(cx: &SlotContext<'_>, state: &FlowRuleState) -> BlockError {
     cx.block(BlockKind::Flow)
-        .with_rule(state.rule.clone() as Arc<dyn BlockRule>)
+        .with_rule(crate::thread_copies::rule(&state.rule))
 }
 
 #[inline]

@@ -30,7 +30,7 @@ use std::time::Duration;
 use rustc_hash::FxHashMap;
 
 use super::manager::{ParamFlowRules, ParamRuleState, Rules, Verdict};
-use crate::block::{BlockError, BlockKind, BlockRule};
+use crate::block::{BlockError, BlockKind};
 use crate::param::{ParamValue, ValueKind};
 use crate::registry::Resource;
 use crate::rules::RuleType;
@@ -163,7 +163,7 @@ fn first_refused<'r, 's, 'a>(
 
 fn block(cx: &SlotContext<'_>, state: &ParamRuleState, value: &ParamValue<'_>) -> BlockError {
     cx.block(BlockKind::ParamFlow)
-        .with_rule(state.rule.clone() as Arc<dyn BlockRule>)
+        .with_rule(crate::thread_copies::rule(&state.rule))
         .with_param(value)
 }
 

@@ -337,9 +337,11 @@ impl SlotContext<'_> {
         self.kept.take(self.position)
     }
 
-    /// A block of `kind` on this resource (no allocation: shares the resource name).
+    /// A block of `kind` on this resource. It carries this thread's copy of the resource's name
+    /// (made on the thread's first block of it), so that threads blocked on one resource do not all
+    /// write the shared name's reference count.
     pub fn block(&self, kind: BlockKind) -> BlockError {
-        BlockError::new(kind, self.resource.name.clone())
+        BlockError::new(kind, crate::thread_copies::name(&self.resource.name))
     }
 }
 

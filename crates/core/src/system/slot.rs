@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use super::limit::SystemLimitType;
 use super::manager::{SystemRules, SystemSnapshot};
-use crate::block::{BlockError, BlockKind, BlockRule};
+use crate::block::{BlockError, BlockKind};
 use crate::entry_type::EntryType;
 use crate::rules::RuleType;
 use crate::slot::{Hooks, Slot, SlotContext};
@@ -69,7 +69,7 @@ impl Slot for SystemSlot {
             Ok(()) => Ok(()),
             Err(limit_type) => Err(cx
                 .block(BlockKind::System)
-                .with_rule(snapshot.limit(limit_type).clone() as Arc<dyn BlockRule>)),
+                .with_rule(crate::thread_copies::rule(snapshot.limit(limit_type)))),
         }
     }
 
