@@ -432,3 +432,24 @@ fn an_engine_asks_an_embedded_service_in_process() {
     assert_eq!(admitted, 2, "the server's count");
     assert_eq!(fg.stats().cluster_token_answers, 5);
 }
+
+#[test]
+fn a_namespace_only_pings_made_goes_with_its_last_client() {
+    let (_clock, s) = service();
+    s.load_flow_rules("app", vec![rule("R", 1, 1.0, true)])
+        .unwrap();
+    for i in 0..100 {
+        s.connect(&format!("made-up-{i}"), "10.0.0.9:1");
+    }
+    assert_eq!(
+        s.namespaces(),
+        ["app", "made-up-99"],
+        "each ping moved the client on"
+    );
+    s.disconnect("10.0.0.9:1");
+    assert_eq!(s.namespaces(), ["app"]);
+    // A namespace with rules stays without clients.
+    s.connect("app", "10.0.0.1:1");
+    s.disconnect("10.0.0.1:1");
+    assert_eq!(s.namespaces(), ["app"]);
+}

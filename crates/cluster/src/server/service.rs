@@ -247,9 +247,7 @@ impl LocalTokenService {
     /// A client that pings again with another namespace moves to it.
     pub fn connect(&self, namespace: &str, address: &str) -> usize {
         let mut state = self.write();
-        for ns in state.namespaces.values_mut() {
-            ns.clients.remove(address);
-        }
+        state.leave(address);
         let ns = state.namespace(namespace);
         ns.clients.insert(address.to_owned());
         ns.clients.len()
@@ -257,9 +255,7 @@ impl LocalTokenService {
 
     /// Forgets the client at `address` (its connection closed).
     pub fn disconnect(&self, address: &str) {
-        for ns in self.write().namespaces.values_mut() {
-            ns.clients.remove(address);
-        }
+        self.write().leave(address);
     }
 
     /// The clients connected in `namespace`, sorted by address.
@@ -425,6 +421,24 @@ impl LocalTokenService {
 }
 
 impl State {
+    /// Takes the client at `address` out of its namespace. A namespace that only clients made (no
+    /// rule, the default settings) goes with its last client, so that pings naming new namespaces
+    /// cannot grow the server without bound (`a_namespace_only_pings_made_goes_with_its_last_client`).
+    fn leave(&mut self, address: &str) {
+        let State {
+            namespaces,
+            flows,
+            params,
+        } = self;
+        namespaces.retain(|name, ns| {
+            ns.clients.remove(address);
+            !ns.clients.is_empty()
+                || ns.config != ServerFlowConfig::default()
+                || flows.values().any(|f| &f.namespace == name)
+                || params.values().any(|p| &p.namespace == name)
+        });
+    }
+
     /// `name`'s namespace, made with the default settings if it is new.
     fn namespace(&mut self, name: &str) -> &mut Namespace {
         self.namespaces
