@@ -62,6 +62,22 @@ pub struct FlowConfigJson {
 }
 
 impl NamespaceRules {
+    /// Loads this part's rules into `service` as `namespace`'s.
+    fn load(&self, service: &LocalTokenService, namespace: &str) -> Result<(), RuleFileError> {
+        let rules = |kind, error| RuleFileError::Rules {
+            namespace: namespace.to_owned(),
+            kind,
+            error,
+        };
+        service
+            .load_flow_rules(namespace, self.flow_rules.clone())
+            .map_err(|e| rules("flowRules", e))?;
+        service
+            .load_param_rules(namespace, self.param_rules.clone())
+            .map_err(|e| rules("paramRules", e))?;
+        Ok(())
+    }
+
     /// The flow ids of its flow rules and of its hot-parameter rules.
     fn flow_ids(&self) -> (HashSet<i64>, HashSet<i64>) {
         (
@@ -139,17 +155,7 @@ impl ServerRules {
                     error,
                 })?;
             configs.push(config);
-            let rules = |kind, error| RuleFileError::Rules {
-                namespace: namespace.clone(),
-                kind,
-                error,
-            };
-            trial
-                .load_flow_rules(namespace, part.flow_rules.clone())
-                .map_err(|e| rules("flowRules", e))?;
-            trial
-                .load_param_rules(namespace, part.param_rules.clone())
-                .map_err(|e| rules("paramRules", e))?;
+            part.load(&trial, namespace)?;
         }
         // First each namespace keeps only the flow ids it keeps in the document (with their counts),
         // so that ids moving to another namespace are free when it loads them.
@@ -189,17 +195,7 @@ impl ServerRules {
                     namespace: namespace.clone(),
                     error,
                 })?;
-            let rules = |kind, error| RuleFileError::Rules {
-                namespace: namespace.clone(),
-                kind,
-                error,
-            };
-            service
-                .load_flow_rules(namespace, part.flow_rules.clone())
-                .map_err(|e| rules("flowRules", e))?;
-            service
-                .load_param_rules(namespace, part.param_rules.clone())
-                .map_err(|e| rules("paramRules", e))?;
+            part.load(service, namespace)?;
         }
         Ok(())
     }

@@ -108,6 +108,13 @@ pub(crate) async fn set_cluster_mode(
     }
 }
 
+/// The `data` parameter, which a change needs.
+fn data(params: &Params) -> Result<&str, CommandError> {
+    params
+        .non_blank("data")
+        .ok_or_else(|| CommandError::bad_request("Bad data"))
+}
+
 /// The namespace a command names, or the application's.
 fn namespace<'a>(state: &'a CommandState, params: &'a Params) -> &'a str {
     params
@@ -232,9 +239,7 @@ pub(crate) fn modify_flow_config(
     state: &CommandState,
     params: &Params,
 ) -> Result<String, CommandError> {
-    let data = params
-        .non_blank("data")
-        .ok_or_else(|| CommandError::bad_request("Bad data"))?;
+    let data = data(params)?;
     let json: FlowConfigJson = serde_json::from_str(data)
         .map_err(|e| CommandError::bad_request(format!("invalid flow config: {e}")))?;
     let config = json
@@ -252,9 +257,7 @@ pub(crate) fn modify_namespace_set(
     state: &CommandState,
     params: &Params,
 ) -> Result<String, CommandError> {
-    let data = params
-        .non_blank("data")
-        .ok_or_else(|| CommandError::bad_request("Bad data"))?;
+    let data = data(params)?;
     let names: Vec<String> = serde_json::from_str(data).map_err(|e| {
         CommandError::bad_request(format!("namespaces must be a JSON array of strings: {e}"))
     })?;
@@ -300,9 +303,7 @@ fn rules_in<R>(
         &mut serde_json::Deserializer<serde_json::de::StrRead<'_>>,
     ) -> serde_json::Result<Vec<R>>,
 ) -> Result<Vec<R>, CommandError> {
-    let data = params
-        .non_blank("data")
-        .ok_or_else(|| CommandError::bad_request("Bad data"))?;
+    let data = data(params)?;
     read(&mut serde_json::Deserializer::from_str(data))
         .map_err(|e| CommandError::bad_request(e.to_string()))
 }
