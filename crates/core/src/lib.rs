@@ -97,6 +97,9 @@
 //! * **The default engine.** [`entry`] and [`global`] use one engine per process, built with
 //!   `Floodgate::builder().build()` on first use. [`set_global_default`] replaces it once, and only before
 //!   it was first used. Libraries should take a `&Floodgate` instead.
+//! * **Per-thread block copies.** A thread that is blocked keeps its own copies of up to 32 resource
+//!   names and 32 rules, which its [`BlockError`]s carry, so that threads blocked on one resource do
+//!   not all write the engine's shared reference counts. They go with the thread.
 //! * **Slot registrations.** [`register_slot!`] adds a slot to every engine built in the process
 //!   (collected at link time); [`FloodgateBuilder`] can replace or remove one per engine.
 //!
