@@ -58,7 +58,7 @@ impl ClientConfig {
 /// A client's connection state (Sentinel's `clientState` codes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClientState {
-    /// Stopped (0).
+    /// No client running (0): what a process without one reports; a running client is never in it.
     Off,
     /// Connecting (1).
     Pending,
@@ -245,7 +245,6 @@ async fn run(config: ClientConfig, shared: Arc<Shared>, mut queue: mpsc::Receive
             Err(error) => {
                 failures = failures.saturating_add(1);
                 tracing::warn!(target: "floodgate::cluster", server = %config.server, %error, failures, "token server unreachable");
-                shared.set_state(ClientState::Pending);
                 drain(&mut queue);
                 tokio::time::sleep(config.reconnect_delay * failures).await;
             }
