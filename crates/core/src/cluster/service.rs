@@ -54,6 +54,25 @@ pub struct TokenRequest<'a> {
     pub params: &'a [ParamValue<'a>],
 }
 
+impl<'a> TokenRequest<'a> {
+    /// A request for `acquire` tokens of the flow rule `flow_id` on `resource` with threshold
+    /// `count`, in the terms of Sentinel's default cluster config (average-local, 10 buckets of a
+    /// 1 s window), not prioritized.
+    pub fn new(flow_id: i64, acquire: u32, resource: &'a str, count: f64) -> Self {
+        TokenRequest {
+            flow_id,
+            acquire,
+            prioritized: false,
+            resource,
+            count,
+            threshold_type: ThresholdType::AvgLocal,
+            sample_count: 10,
+            window_interval_ms: 1000,
+            params: &[],
+        }
+    }
+}
+
 /// Grants the tokens of rules in cluster mode (Sentinel's `TokenService`).
 ///
 /// The engine calls it on the thread that enters, inside the entry: an implementation must answer

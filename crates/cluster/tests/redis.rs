@@ -1,0 +1,331 @@
+//! Cluster rules counted in a real Redis: several engines share one limit, average-local limits
+//! follow the instances, a Redis that stops or never answers makes rules fall back locally without
+//! stalling a caller, and a Redis Cluster keeps each rule's keys in one slot.
+//!
+//! The tests run on a current-thread runtime that they drive only where they `await`: a fetch
+//! the service starts in the background runs then, so what an entry is answered is decided by the
+//! test, not by a race with the fetch.
+
+mod redis_server;
+
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Duration;
+
+use floodgate_cluster::redis::{
+    FetchError, RedisConfig, RedisCounter, RedisTokenService, WindowTerms,
+};
+use floodgate_core::cluster::{ThresholdType, TokenRequest};
+use floodgate_core::{ClusterFlowConfig, Floodgate, FlowRule, ManualClock};
+use redis_server::RedisServer;
+
+const T0: u64 = 1_700_000_000_000;
+/// The rules' cluster window: one bucket of a minute, so that no test sees it slide.
+const WINDOW_MS: u32 = 60_000;
+
+fn cluster_rule(flow_id: i64, count: f64, threshold_type: i32) -> FlowRule {
+    let mut rule = FlowRule::new("GET:/orders", count);
+    rule.cluster_mode = true;
+    rule.cluster_config = Some(ClusterFlowConfig {
+        flow_id,
+        threshold_type,
+        sample_count: 1,
+        window_interval_ms: WINDOW_MS as i32,
+        ..ClusterFlowConfig::default()
+    });
+    rule
+}
+
+fn request(flow_id: i64, count: f64, threshold_type: ThresholdType) -> TokenRequest<'static> {
+    let mut request = TokenRequest::new(flow_id, 1, "GET:/orders", count);
+    request.threshold_type = threshold_type;
+    request.sample_count = 1;
+    request.window_interval_ms = WINDOW_MS;
+    request
+}
+
+fn service(redis: &RedisServer, instance: &str) -> Arc<RedisTokenService> {
+    let config = RedisConfig::new(redis.url()).instance(instance);
+    Arc::new(RedisTokenService::start(config, &tokio::runtime::Handle::current()).unwrap())
+}
+
+/// An engine on a frozen clock whose cluster rules ask `service`.
+fn engine(service: &Arc<RedisTokenService>, rule: FlowRule) -> Floodgate {
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(T0))
+        .token_service(service.clone())
+        .build();
+    fg.load_flow_rules([rule]).unwrap();
+    fg
+}
+
+/// Enters `fg` until Redis grants no more, fetching first (an instance that has not heard from
+/// Redis checks the rule locally) and whenever the lease runs dry; returns the entries admitted.
+async fn admit_all(fg: &Floodgate, service: &RedisTokenService, request: &TokenRequest<'_>) -> u32 {
+    service.prefetch(request).await.unwrap();
+    let mut admitted = 0;
+    let mut window_full = false;
+    loop {
+        match fg.entry("GET:/orders").enter() {
+            Ok(entry) => {
+                drop(entry);
+                admitted += 1;
+            }
+            // The lease is empty and Redis granted nothing at the last fetch.
+            Err(_) if window_full => return admitted,
+            Err(_) => window_full = service.prefetch(request).await.unwrap().granted == 0,
+        }
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn three_engines_sharing_a_global_limit_admit_the_limit_in_total() {
+    let redis = RedisServer::start();
+    let request = request(11, 30.0, ThresholdType::Global);
+    let services: Vec<_> = ["a", "b", "c"]
+        .iter()
+        .map(|name| service(&redis, name))
+        .collect();
+    let engines: Vec<_> = services
+        .iter()
+        .map(|service| engine(service, cluster_rule(11, 30.0, 1)))
+        .collect();
+    let mut admitted = 0;
+    // In turns, so that every instance fetches while the others hold tokens.
+    for round in 0..3 {
+        for (fg, service) in engines.iter().zip(&services) {
+            if round < 2 {
+                service.prefetch(&request).await.unwrap();
+                for _ in 0..4 {
+                    if fg.entry("GET:/orders").enter().is_ok() {
+                        admitted += 1;
+                    }
+                }
+            } else {
+                admitted += admit_all(fg, service, &request).await;
+            }
+        }
+    }
+    assert_eq!(
+        admitted, 30,
+        "the count is the total of all three, not each one's"
+    );
+    for (fg, service) in engines.iter().zip(&services) {
+        assert_eq!(
+            fg.stats().cluster_fallbacks,
+            0,
+            "every entry was decided by Redis"
+        );
+        assert!(fg.entry("GET:/orders").enter().is_err());
+        assert_eq!(service.members(11), Some(3));
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_average_local_limit_scales_as_instances_join_and_leave() {
+    let redis = RedisServer::start();
+    let request = request(12, 10.0, ThresholdType::AvgLocal);
+    let a = service(&redis, "a");
+    let fg_a = engine(&a, cluster_rule(12, 10.0, 0));
+    assert_eq!(admit_all(&fg_a, &a, &request).await, 10, "one instance: 10");
+
+    let b = service(&redis, "b");
+    let fg_b = engine(&b, cluster_rule(12, 10.0, 0));
+    let joined = b.prefetch(&request).await.unwrap();
+    assert_eq!(joined.members, 2);
+    let by_b = admit_all(&fg_b, &b, &request).await;
+    let by_a = admit_all(&fg_a, &a, &request).await;
+    assert_eq!(by_b + by_a, 10, "two instances: 20 in all");
+
+    // An instance that stops without leaving counts until its membership expires: an old
+    // last-seen time stands for one that stopped long ago.
+    let mut redis_connection = redis.connection();
+    redis::cmd("ZADD")
+        .arg("floodgate:{12}:members")
+        .arg(1)
+        .arg("crashed")
+        .exec(&mut redis_connection)
+        .unwrap();
+    assert_eq!(a.prefetch(&request).await.unwrap().members, 2);
+
+    drop(fg_b);
+    Arc::into_inner(b).unwrap().shutdown().await;
+    let left = a.prefetch(&request).await.unwrap();
+    assert_eq!((left.members, left.granted), (1, 0));
+    assert_eq!(
+        left.remaining, -10,
+        "20 granted against a threshold of 10 again"
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn redis_stopped_mid_traffic_falls_back_locally_and_recovers() {
+    let mut redis = RedisServer::start();
+    let request = request(13, 3.0, ThresholdType::Global);
+    let config = RedisConfig::new(redis.url())
+        .instance("a")
+        .fetch_ahead(Duration::ZERO);
+    let service =
+        Arc::new(RedisTokenService::start(config, &tokio::runtime::Handle::current()).unwrap());
+    let fg = engine(&service, cluster_rule(13, 3.0, 1));
+    service.prefetch(&request).await.unwrap();
+    drop(fg.entry("GET:/orders").enter().expect("granted by Redis"));
+    assert_eq!(fg.stats().cluster_token_answers, 1);
+
+    redis.stop();
+    let failed = service.prefetch(&request).await.unwrap_err();
+    assert!(
+        matches!(failed, FetchError::Redis(_) | FetchError::Timeout(_)),
+        "{failed:?}"
+    );
+    // The rule is now checked locally, on the engine's frozen clock: with the entry Redis granted
+    // counted there too, 2 more pass, then it blocks.
+    let local: Vec<bool> = (0..4)
+        .map(|_| fg.entry("GET:/orders").enter().is_ok())
+        .collect();
+    assert_eq!(
+        local,
+        [true, true, false, false],
+        "local enforcement, never unlimited"
+    );
+    assert_eq!(fg.stats().cluster_fallbacks, 4);
+
+    redis.restart();
+    // Connecting again takes the connection's own back-off: ask until Redis answers.
+    let mut attempts = 0;
+    while service.prefetch(&request).await.is_err() {
+        attempts += 1;
+        assert!(attempts < 500, "Redis was not reached again");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let answered = fg.stats().cluster_token_answers;
+    assert!(fg.entry("GET:/orders").enter().is_ok());
+    assert_eq!(
+        fg.stats().cluster_token_answers,
+        answered + 1,
+        "Redis decides again"
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_redis_that_accepts_and_never_answers_does_not_stall_callers() {
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("redis://{}", silent.local_addr().unwrap());
+    let service = Arc::new(
+        RedisTokenService::start(
+            RedisConfig::new(url).instance("a"),
+            &tokio::runtime::Handle::current(),
+        )
+        .unwrap(),
+    );
+    let fg = engine(&service, cluster_rule(14, 5.0, 1));
+    // The runtime does not run while these entries are made: an entry that waited for Redis
+    // would never return. Each is checked locally (5 pass on the frozen clock).
+    let passed = (0..100)
+        .filter(|_| fg.entry("GET:/orders").enter().is_ok())
+        .count();
+    assert_eq!(passed, 5);
+    assert_eq!(fg.stats().cluster_fallbacks, 100);
+    // A fetch that waits for the answer gives up at the request timeout.
+    let request = request(14, 5.0, ThresholdType::Global);
+    let error = service.prefetch(&request).await.unwrap_err();
+    assert!(
+        matches!(error, FetchError::Timeout(t) if t == Duration::from_millis(20)),
+        "{error:?}"
+    );
+    drop(silent);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_redis_cluster_keeps_a_rules_keys_in_one_slot() {
+    let redis = RedisServer::start_cluster();
+    let counter = RedisCounter::new(RedisConfig::cluster([redis.url()]).instance("a")).unwrap();
+    let terms = WindowTerms {
+        flow_id: 15,
+        count: 4.0,
+        threshold_type: ThresholdType::Global,
+        sample_count: 1,
+        window_interval_ms: WINDOW_MS,
+    };
+    // The window and the members are two keys of one script: a cluster refuses them unless they
+    // share a slot.
+    let first = counter.acquire(&terms, None, 3).await.unwrap();
+    assert_eq!((first.granted, first.remaining, first.members), (3, 1, 1));
+    let second = counter.acquire(&terms, None, 3).await.unwrap();
+    assert_eq!((second.granted, second.remaining), (1, 0));
+    assert!(second.free_in_ms > 0 && second.free_in_ms <= u64::from(WINDOW_MS));
+    assert_eq!(counter.heartbeat(15).await.unwrap(), 1);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn each_argument_value_of_a_hot_parameter_rule_has_a_window_of_its_own() {
+    let redis = RedisServer::start();
+    let counter = RedisCounter::new(RedisConfig::new(redis.url()).instance("a")).unwrap();
+    let terms = WindowTerms {
+        flow_id: 16,
+        count: 2.0,
+        threshold_type: ThresholdType::Global,
+        sample_count: 1,
+        window_interval_ms: WINDOW_MS,
+    };
+    for value in ["alice", "bob"] {
+        let grant = counter.acquire(&terms, Some(value), 5).await.unwrap();
+        assert_eq!(grant.granted, 2, "{value}");
+    }
+    assert_eq!(
+        counter
+            .acquire(&terms, Some("alice"), 1)
+            .await
+            .unwrap()
+            .granted,
+        0
+    );
+    assert_eq!(
+        counter.acquire(&terms, None, 5).await.unwrap().granted,
+        2,
+        "the rule's own window"
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_sliding_window_frees_its_oldest_bucket_first() {
+    let redis = RedisServer::start();
+    let counter = RedisCounter::new(RedisConfig::new(redis.url()).instance("a")).unwrap();
+    let terms = WindowTerms {
+        flow_id: 17,
+        count: 10.0,
+        threshold_type: ThresholdType::Global,
+        sample_count: 2,
+        window_interval_ms: 2_000,
+    };
+    // Buckets written by hand: 6 tokens a bucket ago, 4 in the current one. The oldest leaves
+    // within the next second and frees its 6.
+    let mut connection = redis.connection();
+    let (seconds, micros): (u64, u64) = redis::cmd("TIME").query(&mut connection).unwrap();
+    let now = seconds * 1000 + micros / 1000;
+    let current = now - now % 1000;
+    redis::cmd("HSET")
+        .arg("floodgate:{17}:window")
+        .arg(current - 1000)
+        .arg(6)
+        .arg(current)
+        .arg(4)
+        .arg(current - 2000)
+        .arg(9)
+        .exec(&mut connection)
+        .unwrap();
+    let grant = counter.acquire(&terms, None, 1).await.unwrap();
+    assert_eq!(
+        grant.granted, 0,
+        "the bucket two seconds old no longer counts; 6 + 4 do"
+    );
+    assert!(grant.free_in_ms <= 1000, "{grant:?}");
+    let fields: Vec<u64> = redis::cmd("HKEYS")
+        .arg("floodgate:{17}:window")
+        .query(&mut connection)
+        .unwrap();
+    assert!(
+        !fields.contains(&(current - 2000)),
+        "a bucket out of the window is deleted"
+    );
+}
