@@ -75,24 +75,67 @@ impl Shared {
         u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX) + 1
     }
 
+    /// The lease of `request`'s rule, made at its first request; `None` past [`MAX_RULES`].
     fn lease(&self, request: &TokenRequest<'_>) -> Option<Arc<Lease>> {
         if let Some(lease) = self.leases.load().get(&request.flow_id) {
             lease.note_terms(request);
-            return Some(lease.clone());
+            return Some(Arc::clone(lease));
         }
-        let mut made = None;
         self.leases.rcu(|leases| {
             if leases.contains_key(&request.flow_id) || leases.len() >= MAX_RULES {
                 return Arc::clone(leases);
             }
             let mut leases = HashMap::clone(leases);
-            let lease = made
-                .get_or_insert_with(|| Arc::new(Lease::new(request)))
-                .clone();
-            leases.insert(request.flow_id, lease);
+            leases.insert(request.flow_id, Arc::new(Lease::new(request)));
             Arc::new(leases)
         });
         self.leases.load().get(&request.flow_id).cloned()
+    }
+
+    /// Answers `request` from `lease`, and starts a fetch when the lease runs low.
+    fn answer(self: &Arc<Self>, lease: &Arc<Lease>, request: &TokenRequest<'_>) -> TokenResult {
+        let now = self.now_ms();
+        let taken = lease.take(request.acquire, now);
+        let left = match taken {
+            Taken::Granted(left) => Some(left),
+            _ => None,
+        };
+        let retry_after =
+            u64::try_from(self.counter.config().retry_after.as_millis()).unwrap_or(u64::MAX);
+        if lease.wants_fetch(left, now, retry_after) && lease.start_fetch() {
+            let (fetcher, lease, acquire) = (Arc::clone(self), Arc::clone(lease), request.acquire);
+            self.runtime.spawn(async move {
+                // A failure is recorded in the lease (the rule is checked locally until a retry).
+                let _ = fetcher.fetch(lease, acquire).await;
+            });
+        }
+        let counts = &self.counts;
+        match taken {
+            Taken::Granted(left) => {
+                add(&counts.granted, 1);
+                TokenResult {
+                    status: TokenStatus::Ok,
+                    remaining: i32::try_from(left).unwrap_or(i32::MAX),
+                    wait_ms: 0,
+                }
+            }
+            Taken::Full(until) => {
+                add(&counts.blocked, 1);
+                TokenResult {
+                    status: TokenStatus::Blocked,
+                    remaining: 0,
+                    wait_ms: i32::try_from(until - now).unwrap_or(i32::MAX),
+                }
+            }
+            Taken::Miss => {
+                add(&counts.lease_misses, 1);
+                TokenResult::of(TokenStatus::Blocked)
+            }
+            Taken::Unknown => {
+                add(&counts.failed, 1);
+                TokenResult::of(TokenStatus::Fail)
+            }
+        }
     }
 
     /// Fetches tokens for `lease` and adds them to it.
@@ -230,48 +273,16 @@ impl Drop for RedisTokenService {
 impl TokenService for RedisTokenService {
     fn request_token(&self, request: &TokenRequest<'_>) -> TokenResult {
         let shared = &self.shared;
-        let Some(lease) = shared.lease(request) else {
-            add(&shared.counts.failed, 1);
-            return TokenResult::of(TokenStatus::Fail);
-        };
-        let now = shared.now_ms();
-        let taken = lease.take(request.acquire, now);
-        let left = match taken {
-            Taken::Granted(left) => Some(left),
-            _ => None,
-        };
-        let retry_after =
-            u64::try_from(shared.counter.config().retry_after.as_millis()).unwrap_or(u64::MAX);
-        if lease.wants_fetch(left, now, retry_after) && lease.start_fetch() {
-            let acquire = request.acquire;
-            let fetcher = Arc::clone(shared);
-            shared.runtime.spawn(async move {
-                // A failure is recorded in the lease (the rule is checked locally until a retry).
-                let _ = fetcher.fetch(lease, acquire).await;
-            });
+        // The lease is borrowed from the map, not cloned: no shared count is written per entry.
+        let leases = shared.leases.load();
+        if let Some(lease) = leases.get(&request.flow_id) {
+            lease.note_terms(request);
+            return shared.answer(lease, request);
         }
-        match taken {
-            Taken::Granted(left) => {
-                add(&shared.counts.granted, 1);
-                TokenResult {
-                    status: TokenStatus::Ok,
-                    remaining: i32::try_from(left).unwrap_or(i32::MAX),
-                    wait_ms: 0,
-                }
-            }
-            Taken::Full(until) => {
-                add(&shared.counts.blocked, 1);
-                TokenResult {
-                    status: TokenStatus::Blocked,
-                    remaining: 0,
-                    wait_ms: i32::try_from(until - now).unwrap_or(i32::MAX),
-                }
-            }
-            Taken::Miss => {
-                add(&shared.counts.lease_misses, 1);
-                TokenResult::of(TokenStatus::Blocked)
-            }
-            Taken::Unknown => {
+        drop(leases);
+        match shared.lease(request) {
+            Some(lease) => shared.answer(&lease, request),
+            None => {
                 add(&shared.counts.failed, 1);
                 TokenResult::of(TokenStatus::Fail)
             }
