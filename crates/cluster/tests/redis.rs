@@ -1,6 +1,7 @@
 //! Cluster rules counted in a real Redis: several engines share one limit, average-local limits
 //! follow the instances, a Redis that stops or never answers makes rules fall back locally without
-//! stalling a caller, and a Redis Cluster keeps each rule's keys in one slot.
+//! stalling a caller, a Redis Cluster keeps each rule's keys in one slot, and token servers that
+//! count in one Redis grant one limit to their clients.
 //!
 //! The tests run on a current-thread runtime that they drive only where they `await`: a fetch
 //! the service starts in the background runs then, so what an entry is answered is decided by the
@@ -12,9 +13,14 @@ use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::Duration;
 
+use floodgate_cluster::client::{ClientConfig, TokenClient};
+use floodgate_cluster::protocol::Param;
 use floodgate_cluster::redis::{
     FetchError, RedisConfig, RedisCounter, RedisTokenService, WindowTerms,
 };
+use floodgate_cluster::server::{Counting, LocalTokenService, TokenServer, TransportConfig};
+use floodgate_core::ParamFlowRule;
+use floodgate_core::cluster::TokenStatus;
 use floodgate_core::cluster::{ThresholdType, TokenRequest};
 use floodgate_core::{ClusterFlowConfig, Floodgate, FlowRule, ManualClock};
 use redis_server::RedisServer;
@@ -249,9 +255,9 @@ async fn a_redis_cluster_keeps_a_rules_keys_in_one_slot() {
     };
     // The window and the members are two keys of one script: a cluster refuses them unless they
     // share a slot.
-    let first = counter.acquire(&terms, None, 3).await.unwrap();
+    let first = counter.acquire(&terms, 3).await.unwrap();
     assert_eq!((first.granted, first.remaining, first.members), (3, 1, 1));
-    let second = counter.acquire(&terms, None, 3).await.unwrap();
+    let second = counter.acquire(&terms, 3).await.unwrap();
     assert_eq!((second.granted, second.remaining), (1, 0));
     assert!(second.free_in_ms > 0 && second.free_in_ms <= u64::from(WINDOW_MS));
     assert_eq!(counter.heartbeat(15).await.unwrap(), 1);
@@ -268,23 +274,45 @@ async fn each_argument_value_of_a_hot_parameter_rule_has_a_window_of_its_own() {
         sample_count: 1,
         window_interval_ms: WINDOW_MS,
     };
+    let values = |names: &[&str]| -> Vec<(String, f64)> {
+        names
+            .iter()
+            .map(|n| ((*n).to_owned(), if *n == "vip" { 5.0 } else { 2.0 }))
+            .collect()
+    };
     for value in ["alice", "bob"] {
-        let grant = counter.acquire(&terms, Some(value), 5).await.unwrap();
+        let grant = counter
+            .acquire_values(&terms, "client-1", &values(&[value]), 2)
+            .await
+            .unwrap();
         assert_eq!(grant.granted, 2, "{value}");
     }
+    // All or nothing: alice has none left, so neither she nor vip is counted.
+    let both = counter
+        .acquire_values(&terms, "client-1", &values(&["alice", "vip"]), 1)
+        .await
+        .unwrap();
+    assert_eq!(both.granted, 0);
+    let vip = counter
+        .acquire_values(&terms, "client-1", &values(&["vip"]), 5)
+        .await
+        .unwrap();
+    assert_eq!(
+        (vip.granted, vip.remaining),
+        (5, 0),
+        "vip's own count, untouched by the refusal"
+    );
+    // The rule's own window is apart from its values', and an exact request takes nothing of
+    // a window with less free than it asks.
     assert_eq!(
         counter
-            .acquire(&terms, Some("alice"), 1)
+            .acquire_all(&terms, "client-1", 3)
             .await
             .unwrap()
             .granted,
         0
     );
-    assert_eq!(
-        counter.acquire(&terms, None, 5).await.unwrap().granted,
-        2,
-        "the rule's own window"
-    );
+    assert_eq!(counter.acquire(&terms, 3).await.unwrap().granted, 2);
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -314,7 +342,7 @@ async fn a_sliding_window_frees_its_oldest_bucket_first() {
         .arg(9)
         .exec(&mut connection)
         .unwrap();
-    let grant = counter.acquire(&terms, None, 1).await.unwrap();
+    let grant = counter.acquire(&terms, 1).await.unwrap();
     assert_eq!(
         grant.granted, 0,
         "the bucket two seconds old no longer counts; 6 + 4 do"
@@ -327,5 +355,106 @@ async fn a_sliding_window_frees_its_oldest_bucket_first() {
     assert!(
         !fields.contains(&(current - 2000)),
         "a bucket out of the window is deleted"
+    );
+}
+
+/// A token server counting in `redis`, serving namespace `app` one GLOBAL flow rule (flow id 21,
+/// count 5) and one GLOBAL hot-parameter rule (flow id 22, 2 per value).
+async fn redis_token_server(redis: &RedisServer) -> TokenServer {
+    let service = Arc::new(LocalTokenService::default());
+    service
+        .load_flow_rules("app", vec![cluster_rule(21, 5.0, 1)])
+        .unwrap();
+    let mut param_rule = ParamFlowRule::new("GET:/orders", 0, 2.0);
+    param_rule.cluster_mode = true;
+    param_rule.cluster_config = Some(floodgate_core::ParamFlowClusterConfig {
+        flow_id: 22,
+        threshold_type: 1,
+        sample_count: 1,
+        window_interval_ms: WINDOW_MS as i32,
+        ..Default::default()
+    });
+    service.load_param_rules("app", vec![param_rule]).unwrap();
+    let counter = RedisCounter::new(RedisConfig::new(redis.url())).unwrap();
+    TokenServer::bind_counting(
+        "127.0.0.1:0".parse().unwrap(),
+        service,
+        TransportConfig::default(),
+        Counting::Redis(Arc::new(counter)),
+    )
+    .await
+    .unwrap()
+}
+
+async fn token_client(server: &TokenServer) -> TokenClient {
+    let client = TokenClient::start(ClientConfig {
+        request_timeout: Duration::from_secs(5),
+        ..ClientConfig::new(server.local_addr(), "app")
+    });
+    client.started().await;
+    client
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_servers_counting_in_one_redis_grant_one_limit() {
+    let mut redis = RedisServer::start();
+    let (one, two) = (
+        redis_token_server(&redis).await,
+        redis_token_server(&redis).await,
+    );
+    let (a, b) = (token_client(&one).await, token_client(&two).await);
+    assert_eq!(a.request_token(21, 3, false).await.status, TokenStatus::Ok);
+    let second = b.request_token(21, 2, false).await;
+    assert_eq!((second.status, second.remaining), (TokenStatus::Ok, 0));
+    assert_eq!(
+        b.request_token(21, 1, false).await.status,
+        TokenStatus::Blocked
+    );
+    assert_eq!(
+        a.request_token(21, 1, false).await.status,
+        TokenStatus::Blocked
+    );
+    assert_eq!(
+        a.request_token(99, 1, false).await.status,
+        TokenStatus::NoRuleExists
+    );
+
+    // Each value of the hot-parameter rule has 2, across both servers; a request with a value
+    // over its limit takes nothing of the other.
+    let alice = [Param::Str("alice".into())];
+    assert_eq!(
+        a.request_param_token(22, 2, alice.to_vec()).await.status,
+        TokenStatus::Ok
+    );
+    assert_eq!(
+        b.request_param_token(22, 1, alice.to_vec()).await.status,
+        TokenStatus::Blocked
+    );
+    let both = [Param::Str("bob".into()), Param::Str("alice".into())];
+    assert_eq!(
+        b.request_param_token(22, 1, both.to_vec()).await.status,
+        TokenStatus::Blocked
+    );
+    assert_eq!(
+        a.request_param_token(22, 2, vec![Param::Str("bob".into())])
+            .await
+            .status,
+        TokenStatus::Ok
+    );
+
+    // The first server goes; its client moves to the second, where the limit still holds.
+    drop(a);
+    one.shutdown().await;
+    let moved = token_client(&two).await;
+    assert_eq!(
+        moved.request_token(21, 1, false).await.status,
+        TokenStatus::Blocked
+    );
+
+    // Redis gone: the server answers FAIL, for the client to fall back on.
+    redis.stop();
+    assert_eq!(
+        moved.request_token(21, 1, false).await.status,
+        TokenStatus::Fail
     );
 }

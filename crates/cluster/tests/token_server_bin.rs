@@ -1,5 +1,8 @@
 //! The standalone token server as a process: it serves the rule document it was given, reloads it when
-//! the file changes, and keeps its rules when a new document is refused.
+//! the file changes, and keeps its rules when a new document is refused; with `--redis`, two of them
+//! grant one limit.
+
+mod redis_server;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -38,9 +41,14 @@ impl Server {
 }
 
 fn start(rules: &std::path::Path) -> (Server, SocketAddr) {
+    start_with(rules, &[])
+}
+
+fn start_with(rules: &std::path::Path, args: &[&str]) -> (Server, SocketAddr) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_floodgate-token-server"))
         .args(["--bind", "127.0.0.1:0", "--rules"])
         .arg(rules)
+        .args(args)
         .env("RUST_LOG", "info")
         .env("NO_COLOR", "1")
         .stdout(Stdio::piped())
@@ -105,5 +113,35 @@ async fn the_server_serves_reloads_and_keeps_its_rules_on_a_bad_document() {
     assert_eq!(
         client.request_token(1, 1, false).await.status,
         TokenStatus::Ok
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_counting_in_one_redis_grant_one_limit() {
+    let redis = redis_server::RedisServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rules.json");
+    std::fs::write(&path, document(3)).unwrap();
+    let url = redis.url();
+    let (_one, one) = start_with(&path, &["--redis", &url]);
+    let (_two, two) = start_with(&path, &["--redis", &url]);
+    let mut answers = Vec::new();
+    for addr in [one, two, one, two] {
+        let client = TokenClient::start(ClientConfig {
+            request_timeout: Duration::from_secs(5),
+            ..ClientConfig::new(addr, "app")
+        });
+        client.started().await;
+        answers.push(client.request_token(1, 1, false).await.status);
+    }
+    assert_eq!(
+        answers,
+        [
+            TokenStatus::Ok,
+            TokenStatus::Ok,
+            TokenStatus::Ok,
+            TokenStatus::Blocked
+        ],
+        "3 in all, not 3 each"
     );
 }

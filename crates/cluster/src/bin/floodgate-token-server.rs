@@ -4,6 +4,9 @@
 //! Rules and settings come from a JSON document (see `floodgate_cluster::server::ServerRules`), read
 //! at start and again whenever the file changes; a document that does not check out is logged and
 //! the rules in force stay. The server listens on loopback unless `--bind` says otherwise.
+//!
+//! With `--redis`, tokens are counted in that Redis rather than in process: several servers given
+//! the same Redis and rules grant one limit, and a client whose server stops can use another.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -11,8 +14,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
+use floodgate_cluster::redis::{RedisConfig, RedisCounter};
 use floodgate_cluster::server::{
-    DEFAULT_PORT, LocalTokenService, ServerRules, TokenServer, TransportConfig,
+    Counting, DEFAULT_PORT, LocalTokenService, ServerRules, TokenServer, TransportConfig,
 };
 use notify::{RecursiveMode, Watcher};
 
@@ -32,6 +36,30 @@ struct Args {
     /// Connections open at once, at most.
     #[arg(long, default_value_t = 1024)]
     max_connections: usize,
+    /// Count tokens in this Redis (`redis://host:port`); given more than once, the seed nodes of a
+    /// Redis Cluster.
+    #[arg(long)]
+    redis: Vec<String>,
+    /// `--redis` names a Redis Cluster (implied by more than one `--redis`).
+    #[arg(long)]
+    redis_cluster: bool,
+    /// The start of every Redis key (servers that share a limit share the prefix).
+    #[arg(long, default_value = "floodgate")]
+    redis_key_prefix: String,
+}
+
+/// Where tokens are counted, as the arguments say.
+fn counting(args: &Args) -> Result<Counting, Box<dyn std::error::Error>> {
+    if args.redis.is_empty() {
+        return Ok(Counting::Local);
+    }
+    let config = if args.redis_cluster || args.redis.len() > 1 {
+        RedisConfig::cluster(args.redis.iter().cloned())
+    } else {
+        RedisConfig::new(args.redis[0].clone())
+    };
+    let config = config.key_prefix(args.redis_key_prefix.clone());
+    Ok(Counting::Redis(Arc::new(RedisCounter::new(config)?)))
 }
 
 fn load(path: &Path, service: &LocalTokenService) -> Result<(), String> {
@@ -80,16 +108,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         });
     }
-    let server = TokenServer::bind(
+    let counting = counting(&args)?;
+    let server = TokenServer::bind_counting(
         args.bind,
         service,
         TransportConfig {
             idle: Duration::from_secs(args.idle_seconds),
             max_connections: args.max_connections,
         },
+        counting,
     )
     .await?;
-    tracing::info!(addr = %server.local_addr(), "token server listening");
+    tracing::info!(addr = %server.local_addr(), redis = ?args.redis, "token server listening");
     tokio::signal::ctrl_c().await?;
     server.shutdown().await;
     Ok(())

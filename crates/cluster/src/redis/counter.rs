@@ -200,29 +200,64 @@ impl RedisCounter {
         self.commands.load(Ordering::Relaxed)
     }
 
-    /// Takes up to `want` tokens of the rule's window (of one argument `value`'s window, for a
-    /// hot-parameter rule), and marks this instance a member of the rule.
-    pub async fn acquire(
+    /// Takes up to `want` tokens of the rule's window (what is free, when less is), and marks this
+    /// instance a member of the rule.
+    pub async fn acquire(&self, terms: &WindowTerms, want: u32) -> Result<Grant, FetchError> {
+        let window = [(self.key(terms.flow_id, "window"), terms.count)];
+        let instance = &self.config.instance;
+        self.take(terms, instance, &window, want, true).await
+    }
+
+    /// Takes `want` tokens of the rule's window for `member`, or none when fewer are free (a
+    /// token server asking for one of its clients: the client counts as the member).
+    pub async fn acquire_all(
         &self,
         terms: &WindowTerms,
-        value: Option<&str>,
+        member: &str,
         want: u32,
     ) -> Result<Grant, FetchError> {
-        let window = match value {
-            None => self.key(terms.flow_id, "window"),
-            Some(value) => self.key(terms.flow_id, &format!("value:{value}")),
-        };
+        let window = [(self.key(terms.flow_id, "window"), terms.count)];
+        self.take(terms, member, &window, want, false).await
+    }
+
+    /// Takes `want` tokens of each argument value's window of a hot-parameter rule for `member`, or
+    /// none when one of them has fewer free. Each value is `(its text, its count)`: values of one
+    /// rule with the same text share a window.
+    pub async fn acquire_values(
+        &self,
+        terms: &WindowTerms,
+        member: &str,
+        values: &[(String, f64)],
+        want: u32,
+    ) -> Result<Grant, FetchError> {
+        let windows: Vec<(String, f64)> = values
+            .iter()
+            .map(|(value, count)| (self.key(terms.flow_id, &format!("value:{value}")), *count))
+            .collect();
+        self.take(terms, member, &windows, want, false).await
+    }
+
+    async fn take(
+        &self,
+        terms: &WindowTerms,
+        member: &str,
+        windows: &[(String, f64)],
+        want: u32,
+        partial: bool,
+    ) -> Result<Grant, FetchError> {
         let mut invocation = self.acquire.prepare_invoke();
         invocation
-            .key(window)
             .key(self.key(terms.flow_id, "members"))
             .arg(terms.bucket_ms())
             .arg(terms.sample_count.max(1))
-            .arg(terms.count)
             .arg(u8::from(terms.threshold_type == ThresholdType::Global))
             .arg(want)
-            .arg(&self.config.instance)
-            .arg(self.member_ttl_ms());
+            .arg(member)
+            .arg(self.member_ttl_ms())
+            .arg(u8::from(partial));
+        for (key, count) in windows {
+            invocation.key(key).arg(*count);
+        }
         let reply = self.call(self.connection().invoke(&invocation)).await?;
         read_grant(reply)
     }

@@ -145,7 +145,7 @@ impl Shared {
         let want = lease.want(started, ahead, acquire);
         let terms = lease.terms();
         add(&self.counts.fetches, 1);
-        let result = self.counter.acquire(&terms, None, want).await;
+        let result = self.counter.acquire(&terms, want).await;
         let now = self.now_ms();
         match &result {
             Ok(grant) => {

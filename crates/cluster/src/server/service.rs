@@ -345,6 +345,97 @@ impl LocalTokenService {
         TokenResult::of(TokenStatus::Blocked)
     }
 
+    /// The window a request for `acquire` tokens of the flow rule `flow_id` is counted in when the
+    /// counts are kept in Redis: the rule's count times the namespace's `exceed_count`, its
+    /// threshold type and window. Or the answer, when the request is bad, the rule unknown or the
+    /// namespace over its `max_allowed_qps`, checked as [`request_token`](Self::request_token)
+    /// checks them.
+    #[cfg(feature = "redis")]
+    pub(crate) fn flow_window(
+        &self,
+        flow_id: i64,
+        acquire: i32,
+    ) -> Result<crate::redis::WindowTerms, TokenResult> {
+        if flow_id <= 0 || acquire <= 0 {
+            return Err(TokenResult::of(TokenStatus::BadRequest));
+        }
+        let state = self.read();
+        let flow = state
+            .flows
+            .get(&flow_id)
+            .ok_or(TokenResult::of(TokenStatus::NoRuleExists))?;
+        let ns = Self::admitted(&state, &flow.namespace, self.clock.now_ms())?;
+        Ok(window_terms(flow, flow.rule.count * ns.config.exceed_count))
+    }
+
+    /// The windows a request for `acquire` tokens of the hot-parameter rule `flow_id` for `params`
+    /// is counted in when the counts are kept in Redis: the rule's window terms and, per value,
+    /// its text and threshold (its exception item's count or the rule's). Or the answer, as
+    /// [`flow_window`](Self::flow_window).
+    #[cfg(feature = "redis")]
+    pub(crate) fn param_windows(
+        &self,
+        flow_id: i64,
+        acquire: i32,
+        params: &[Param],
+    ) -> Result<(crate::redis::WindowTerms, Vec<(String, f64)>), TokenResult> {
+        if flow_id <= 0 || acquire <= 0 || params.is_empty() {
+            return Err(TokenResult::of(TokenStatus::BadRequest));
+        }
+        let state = self.read();
+        let served = state
+            .params
+            .get(&flow_id)
+            .ok_or(TokenResult::of(TokenStatus::NoRuleExists))?;
+        Self::admitted(&state, &served.namespace, self.clock.now_ms())?;
+        let values = params
+            .iter()
+            .map(|param| {
+                let count = served.rule.threshold_of(&value_of(param));
+                (value_text(param), count)
+            })
+            .collect();
+        Ok((window_terms(served, served.rule.count), values))
+    }
+
+    /// Counts a request for `acquire` tokens of the flow rule `flow_id` that was decided elsewhere
+    /// (in Redis) in the rule's figures here, for `cluster/server/metricList`.
+    #[cfg(feature = "redis")]
+    pub(crate) fn record_flow(&self, flow_id: i64, acquire: i32, passed: bool) {
+        let state = self.read();
+        let Some(flow) = state.flows.get(&flow_id) else {
+            return;
+        };
+        let now = self.clock.now_ms();
+        let n = u64::try_from(acquire).unwrap_or(0);
+        let mut metric = lock(&flow.metric);
+        let (tokens, requests) = if passed {
+            (Event::Pass, Event::PassRequest)
+        } else {
+            (Event::Block, Event::BlockRequest)
+        };
+        metric.add(now, tokens, n);
+        metric.add(now, requests, 1);
+    }
+
+    /// `namespace`, when its request limiter lets one more request through at `now`.
+    #[cfg(feature = "redis")]
+    fn admitted<'s>(
+        state: &'s State,
+        namespace: &str,
+        now: u64,
+    ) -> Result<&'s Namespace, TokenResult> {
+        let ns = state
+            .namespaces
+            .get(namespace)
+            .ok_or(TokenResult::of(TokenStatus::Fail))?;
+        if Self::admit(ns, now) {
+            Ok(ns)
+        } else {
+            Err(TokenResult::of(TokenStatus::TooManyRequest))
+        }
+    }
+
     /// Asks for `acquire` tokens of the hot-parameter rule `flow_id` for each of `params` (Sentinel's
     /// `ClusterParamFlowChecker`): each value's threshold is its exception item's count or the rule's
     /// (× the namespace's clients for AVG_LOCAL), and the request passes when every value has
@@ -613,6 +704,34 @@ fn rules_of<R: ServedRule>(served: &HashMap<i64, Served<R>>, namespace: &str) ->
         .collect();
     rules.sort_by_key(|(id, _)| *id);
     rules.into_iter().map(|(_, r)| r.clone()).collect()
+}
+
+/// The window terms of `served`'s rule with the threshold `count`.
+#[cfg(feature = "redis")]
+fn window_terms<R: ServedRule>(served: &Served<R>, count: f64) -> crate::redis::WindowTerms {
+    let cluster = served.rule.cluster();
+    let (samples, interval) = cluster.map_or((10, 1000), |c| c.window);
+    crate::redis::WindowTerms {
+        flow_id: cluster.map_or(0, |c| c.flow_id),
+        count,
+        threshold_type: floodgate_core::cluster::ThresholdType::of(
+            cluster.map_or(0, |c| c.threshold_type),
+        ),
+        sample_count: u32::try_from(samples).unwrap_or(1).max(1),
+        window_interval_ms: u32::try_from(interval).unwrap_or(1000).max(1),
+    }
+}
+
+/// A wire parameter's text in a Redis key: Java's integer types alike, as [`value_of`] counts them.
+#[cfg(feature = "redis")]
+fn value_text(param: &Param) -> String {
+    match value_of(param) {
+        ParamValue::Int(v) => format!("i:{v}"),
+        ParamValue::Float(v) => format!("f:{v}"),
+        ParamValue::Bool(v) => format!("b:{v}"),
+        ParamValue::Str(s) => format!("s:{s}"),
+        _ => "null".to_owned(),
+    }
 }
 
 /// A wire parameter as the engine's value (Java's integer types alike, a `float` widened).

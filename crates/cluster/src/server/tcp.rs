@@ -1,5 +1,5 @@
 //! The token server's listener: Sentinel's token protocol over TCP, answered by a
-//! [`LocalTokenService`].
+//! [`LocalTokenService`], with tokens counted as its [`Counting`] says.
 //!
 //! Each connection is read frame by frame. A ping counts the client (its address) in the namespace it
 //! names and is answered with the namespace's client count; a token request is answered by the
@@ -20,6 +20,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::codec::Framed;
 
+use super::counting::Counting;
 use super::service::LocalTokenService;
 use crate::protocol::{Request, RequestBody, Response, ResponseBody, ServerCodec, TokenAnswer};
 use floodgate_core::cluster::{TokenResult, TokenStatus};
@@ -55,11 +56,22 @@ pub struct TokenServer {
 }
 
 impl TokenServer {
-    /// Listens on `addr` and serves `service` on the current tokio runtime.
+    /// Listens on `addr` and serves `service` on the current tokio runtime, counting in process.
     pub async fn bind(
         addr: SocketAddr,
         service: Arc<LocalTokenService>,
         config: TransportConfig,
+    ) -> io::Result<TokenServer> {
+        Self::bind_counting(addr, service, config, Counting::Local).await
+    }
+
+    /// Listens on `addr` and serves `service` on the current tokio runtime, counting as `counting`
+    /// says.
+    pub async fn bind_counting(
+        addr: SocketAddr,
+        service: Arc<LocalTokenService>,
+        config: TransportConfig,
+        counting: Counting,
     ) -> io::Result<TokenServer> {
         let listener = TcpListener::bind(addr).await?;
         let local_addr = listener.local_addr()?;
@@ -67,7 +79,7 @@ impl TokenServer {
         let connections = Arc::new(AtomicUsize::new(0));
         let accept = tokio::spawn(accept_loop(
             listener,
-            service,
+            (service, Arc::new(counting)),
             config,
             stopped,
             connections.clone(),
@@ -110,7 +122,7 @@ impl Drop for TokenServer {
 
 async fn accept_loop(
     listener: TcpListener,
-    service: Arc<LocalTokenService>,
+    (service, counting): (Arc<LocalTokenService>, Arc<Counting>),
     config: TransportConfig,
     mut stopped: watch::Receiver<bool>,
     connections: Arc<AtomicUsize>,
@@ -134,10 +146,14 @@ async fn accept_loop(
             tracing::warn!(target: "floodgate::cluster", %peer, max = config.max_connections, "token server full: connection closed");
             continue;
         }
-        let (service, stopped, connections) =
-            (service.clone(), stopped.clone(), connections.clone());
+        let (service, counting, stopped, connections) = (
+            service.clone(),
+            counting.clone(),
+            stopped.clone(),
+            connections.clone(),
+        );
         tokio::spawn(async move {
-            serve_connection(stream, peer, &service, config.idle, stopped).await;
+            serve_connection(stream, peer, (&service, &counting), config.idle, stopped).await;
             service.disconnect(&peer.to_string());
             connections.fetch_sub(1, Ordering::AcqRel);
         });
@@ -147,7 +163,7 @@ async fn accept_loop(
 async fn serve_connection(
     stream: TcpStream,
     peer: SocketAddr,
-    service: &LocalTokenService,
+    (service, counting): (&LocalTokenService, &Counting),
     idle: Duration,
     mut stopped: watch::Receiver<bool>,
 ) {
@@ -172,7 +188,7 @@ async fn serve_connection(
             Ok(Some(Ok(item))) => item,
         };
         let answer = match item {
-            Ok(request) => Some(answer(service, &address, request)),
+            Ok(request) => Some(answer(service, counting, &address, request).await),
             Err(malformed) => {
                 tracing::debug!(target: "floodgate::cluster", %peer, error = %malformed.error, "malformed token request");
                 malformed.answer()
@@ -187,7 +203,12 @@ async fn serve_connection(
 }
 
 /// The service's answer to `request` from the client at `address`.
-fn answer(service: &LocalTokenService, address: &str, request: Request) -> Response {
+async fn answer(
+    service: &LocalTokenService,
+    counting: &Counting,
+    address: &str,
+    request: Request,
+) -> Response {
     let xid = request.xid;
     let token = |result: TokenResult| {
         (
@@ -213,7 +234,10 @@ fn answer(service: &LocalTokenService, address: &str, request: Request) -> Respo
             count,
             prioritized,
         } => {
-            let (status, answer) = token(service.request_token(flow_id, count, prioritized));
+            let result = counting
+                .request_token(service, address, flow_id, count, prioritized)
+                .await;
+            let (status, answer) = token(result);
             (status, ResponseBody::Flow(answer))
         }
         RequestBody::ParamFlow {
@@ -221,7 +245,10 @@ fn answer(service: &LocalTokenService, address: &str, request: Request) -> Respo
             count,
             params,
         } => {
-            let (status, answer) = token(service.request_param_token(flow_id, count, &params));
+            let result = counting
+                .request_param_token(service, address, flow_id, count, &params)
+                .await;
+            let (status, answer) = token(result);
             (status, ResponseBody::ParamFlow(answer))
         }
     };
