@@ -8,6 +8,7 @@
 //! shares each rule's window there, with no token server to fail.
 
 pub mod client;
+pub mod lease;
 pub mod protocol;
 #[cfg(feature = "redis")]
 pub mod redis;

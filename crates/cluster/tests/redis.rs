@@ -14,10 +14,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use floodgate_cluster::client::{ClientConfig, TokenClient};
+use floodgate_cluster::lease::{FetchError, WindowTerms};
 use floodgate_cluster::protocol::Param;
-use floodgate_cluster::redis::{
-    FetchError, RedisConfig, RedisCounter, RedisTokenService, WindowTerms,
-};
+use floodgate_cluster::redis::{RedisConfig, RedisCounter, RedisTokenService};
 use floodgate_cluster::server::{Counting, LocalTokenService, TokenServer, TransportConfig};
 use floodgate_core::ParamFlowRule;
 use floodgate_core::cluster::TokenStatus;

@@ -16,7 +16,8 @@ mod redis_server;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use floodgate_cluster::redis::{RedisConfig, RedisStats, RedisTokenService};
+use floodgate_cluster::lease::LeaseStats;
+use floodgate_cluster::redis::{RedisConfig, RedisTokenService};
 use floodgate_core::cluster::{ThresholdType, TokenRequest};
 use floodgate_core::{ClusterFlowConfig, Floodgate, FlowRule};
 use redis_server::RedisServer;
@@ -31,7 +32,7 @@ const SECONDS: u64 = 10;
 struct Run {
     admitted_per_second: Vec<u64>,
     latencies_ns: Vec<u64>,
-    stats: Vec<RedisStats>,
+    stats: Vec<LeaseStats>,
 }
 
 fn rule(flow_id: i64, cluster: bool) -> FlowRule {
@@ -186,7 +187,7 @@ fn report(name: &str, run: &Run, baseline: Option<&Run>) {
         );
     }
     if !run.stats.is_empty() {
-        let commands: u64 = run.stats.iter().map(|s| s.commands).sum();
+        let commands: u64 = run.stats.iter().map(|s| s.calls).sum();
         let fetches: u64 = run.stats.iter().map(|s| s.fetches).sum();
         let misses: u64 = run.stats.iter().map(|s| s.lease_misses).sum();
         let failed: u64 = run.stats.iter().map(|s| s.failed).sum();

@@ -17,73 +17,15 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::{RedisError, Script, ScriptInvocation, Value};
-use thiserror::Error;
 use tokio::sync::OnceCell;
 
 use super::config::{RedisConfig, RedisConfigError};
+use crate::lease::{FetchError, Fetcher, Grant, WindowTerms};
 
 /// The script that takes tokens (`acquire.lua`).
 const ACQUIRE: &str = include_str!("acquire.lua");
 /// The script that refreshes a membership (`heartbeat.lua`).
 const HEARTBEAT: &str = include_str!("heartbeat.lua");
-
-/// The window a cluster rule counts in, and its threshold.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct WindowTerms {
-    /// The rule's cluster-wide id.
-    pub flow_id: i64,
-    /// The rule's count.
-    pub count: f64,
-    /// Whether `count` is the total or each instance's share.
-    pub threshold_type: ThresholdType,
-    /// The window's buckets.
-    pub sample_count: u32,
-    /// The window's length, ms.
-    pub window_interval_ms: u32,
-}
-
-impl WindowTerms {
-    /// The length of one bucket, ms (at least 1).
-    pub fn bucket_ms(&self) -> u64 {
-        (u64::from(self.window_interval_ms) / u64::from(self.sample_count.max(1))).max(1)
-    }
-}
-
-/// What one call took from a window.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Grant {
-    /// Tokens granted (at most those asked for).
-    pub granted: u32,
-    /// Tokens left in the window after the grant (negative when the window is over its threshold,
-    /// as after the count was lowered).
-    pub remaining: i64,
-    /// How long until the oldest counted bucket leaves the window and frees its tokens, ms; 0 when
-    /// nothing is counted.
-    pub free_in_ms: u64,
-    /// The rule's members, this instance included.
-    pub members: u32,
-}
-
-/// Why tokens could not be fetched from Redis.
-#[derive(Debug, Error)]
-#[non_exhaustive]
-pub enum FetchError {
-    /// Redis did not answer within the request timeout.
-    #[error("Redis did not answer within {0:?}")]
-    Timeout(std::time::Duration),
-    /// Redis, or the connection to it, failed.
-    #[error("Redis: {0}")]
-    Redis(#[from] RedisError),
-    /// Redis answered something the script does not return.
-    #[error("unexpected answer from Redis: {0:?}")]
-    Reply(Value),
-    /// The service already keeps leases for its most rules.
-    #[error(
-        "leases are kept for at most {} cluster rules",
-        super::service::MAX_RULES
-    )]
-    TooManyRules,
-}
 
 /// One connection: to a server (it reconnects on its own), or to a cluster (made at first use).
 #[derive(Clone)]
@@ -331,4 +273,24 @@ fn read_grant(reply: Value) -> Result<Grant, FetchError> {
         free_in_ms: u64::try_from(free_in_ms).unwrap_or(0),
         members: u32::try_from(members).unwrap_or(0),
     })
+}
+
+/// A lease's fetches take what is free, up to what they ask for; this instance is a member of
+/// every rule it asks for, refreshed in the background.
+impl Fetcher for RedisCounter {
+    async fn fetch(&self, terms: &WindowTerms, want: u32) -> Result<Grant, FetchError> {
+        self.acquire(terms, want).await
+    }
+
+    async fn refresh(&self, flow_id: i64) -> Result<(), FetchError> {
+        self.heartbeat(flow_id).await.map(drop)
+    }
+
+    async fn leave(&self, flow_id: i64) -> Result<(), FetchError> {
+        RedisCounter::leave(self, flow_id).await
+    }
+
+    fn calls(&self) -> u64 {
+        self.commands()
+    }
 }

@@ -8,9 +8,8 @@
 
 mod config;
 mod counter;
-mod lease;
 mod service;
 
 pub use config::{RedisConfig, RedisConfigError};
-pub use counter::{FetchError, Grant, RedisCounter, WindowTerms};
-pub use service::{MAX_RULES, RedisStats, RedisTokenService};
+pub use counter::RedisCounter;
+pub use service::RedisTokenService;

@@ -94,7 +94,7 @@ impl Counting {
 
 /// Redis's grant as a token answer: OK with what is left, BLOCKED, or FAIL when Redis failed.
 #[cfg(feature = "redis")]
-fn granted(grant: Result<crate::redis::Grant, crate::redis::FetchError>, want: u32) -> TokenResult {
+fn granted(grant: Result<crate::lease::Grant, crate::lease::FetchError>, want: u32) -> TokenResult {
     match grant {
         Ok(grant) if grant.granted >= want => TokenResult {
             status: TokenStatus::Ok,

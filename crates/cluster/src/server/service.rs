@@ -355,7 +355,7 @@ impl LocalTokenService {
         &self,
         flow_id: i64,
         acquire: i32,
-    ) -> Result<crate::redis::WindowTerms, TokenResult> {
+    ) -> Result<crate::lease::WindowTerms, TokenResult> {
         if flow_id <= 0 || acquire <= 0 {
             return Err(TokenResult::of(TokenStatus::BadRequest));
         }
@@ -378,7 +378,7 @@ impl LocalTokenService {
         flow_id: i64,
         acquire: i32,
         params: &[Param],
-    ) -> Result<(crate::redis::WindowTerms, Vec<(String, f64)>), TokenResult> {
+    ) -> Result<(crate::lease::WindowTerms, Vec<(String, f64)>), TokenResult> {
         if flow_id <= 0 || acquire <= 0 || params.is_empty() {
             return Err(TokenResult::of(TokenStatus::BadRequest));
         }
@@ -708,10 +708,10 @@ fn rules_of<R: ServedRule>(served: &HashMap<i64, Served<R>>, namespace: &str) ->
 
 /// The window terms of `served`'s rule with the threshold `count`.
 #[cfg(feature = "redis")]
-fn window_terms<R: ServedRule>(served: &Served<R>, count: f64) -> crate::redis::WindowTerms {
+fn window_terms<R: ServedRule>(served: &Served<R>, count: f64) -> crate::lease::WindowTerms {
     let cluster = served.rule.cluster();
     let (samples, interval) = cluster.map_or((10, 1000), |c| c.window);
-    crate::redis::WindowTerms {
+    crate::lease::WindowTerms {
         flow_id: cluster.map_or(0, |c| c.flow_id),
         count,
         threshold_type: floodgate_core::cluster::ThresholdType::of(

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 
 use floodgate_core::cluster::{ThresholdType, TokenRequest};
 
-use super::counter::{Grant, WindowTerms};
+use super::fetcher::{Grant, WindowTerms};
 
 /// What a lease says about one entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

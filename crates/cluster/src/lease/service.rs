@@ -1,0 +1,328 @@
+//! The engine's token service over a [`Fetcher`]: answers from leases, fetches in the background.
+//!
+//! [`LeasedTokenService::request_token`] never waits: it takes tokens from the rule's
+//! [lease](super::tokens) and, when the lease runs low, starts a fetch on the Tokio runtime the
+//! service was started on. A background task refreshes this instance's membership of every rule it
+//! asked for, so an average-local rule counts it while it runs, and
+//! [`LeasedTokenService::shutdown`] takes it out.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwap;
+use floodgate_core::cluster::{TokenRequest, TokenResult, TokenService, TokenStatus};
+use tokio::runtime::Handle;
+use tokio::task::JoinHandle;
+
+use super::fetcher::{FetchError, Fetcher, Grant};
+use super::tokens::{Lease, Taken};
+
+/// The most cluster rules one service keeps leases for; a rule past them is checked locally.
+pub const MAX_RULES: usize = 10_000;
+
+/// How a [`LeasedTokenService`] fetches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LeaseConfig {
+    /// How much of its recent demand an instance fetches ahead in one call (default 10 ms worth).
+    /// Zero fetches one token at a time: one call per admitted entry.
+    pub fetch_ahead: Duration,
+    /// After a failed fetch, how long the rule is checked locally before it is fetched again
+    /// (default 100 ms).
+    pub retry_after: Duration,
+    /// How often this instance's memberships are refreshed (default 1 s).
+    pub refresh_every: Duration,
+}
+
+impl Default for LeaseConfig {
+    fn default() -> Self {
+        LeaseConfig {
+            fetch_ahead: Duration::from_millis(10),
+            retry_after: Duration::from_millis(100),
+            refresh_every: Duration::from_secs(1),
+        }
+    }
+}
+
+/// What a [`LeasedTokenService`] has done since it started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LeaseStats {
+    /// Entries answered OK from a lease.
+    pub granted: u64,
+    /// Entries answered BLOCKED because the rule's window was full.
+    pub blocked: u64,
+    /// Entries answered BLOCKED because the lease was empty while a fetch was on its way.
+    pub lease_misses: u64,
+    /// Entries answered FAIL (the source had not answered, or failed): checked locally by the
+    /// engine.
+    pub failed: u64,
+    /// Fetches made.
+    pub fetches: u64,
+    /// Fetches that failed or timed out.
+    pub fetch_failures: u64,
+    /// Tokens granted by fetches.
+    pub tokens_fetched: u64,
+    /// Network calls made (fetches, membership refreshes, leaves).
+    pub calls: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    granted: AtomicU64,
+    blocked: AtomicU64,
+    lease_misses: AtomicU64,
+    failed: AtomicU64,
+    fetches: AtomicU64,
+    fetch_failures: AtomicU64,
+    tokens_fetched: AtomicU64,
+}
+
+fn add(counter: &AtomicU64, n: u64) {
+    counter.fetch_add(n, Ordering::Relaxed);
+}
+
+#[derive(Debug)]
+struct Shared<F> {
+    fetcher: F,
+    config: LeaseConfig,
+    leases: ArcSwap<HashMap<i64, Arc<Lease>>>,
+    runtime: Handle,
+    started: Instant,
+    counts: Counts,
+}
+
+impl<F: Fetcher> Shared<F> {
+    /// The service's clock, ms since it started (from 1: 0 is "never").
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX) + 1
+    }
+
+    /// The lease of `request`'s rule, made at its first request; `None` past [`MAX_RULES`].
+    fn lease(&self, request: &TokenRequest<'_>) -> Option<Arc<Lease>> {
+        if let Some(lease) = self.leases.load().get(&request.flow_id) {
+            lease.note_terms(request);
+            return Some(Arc::clone(lease));
+        }
+        self.leases.rcu(|leases| {
+            if leases.contains_key(&request.flow_id) || leases.len() >= MAX_RULES {
+                return Arc::clone(leases);
+            }
+            let mut leases = HashMap::clone(leases);
+            leases.insert(request.flow_id, Arc::new(Lease::new(request)));
+            Arc::new(leases)
+        });
+        self.leases.load().get(&request.flow_id).cloned()
+    }
+
+    /// Answers `request` from `lease`, and starts a fetch when the lease runs low.
+    fn answer(self: &Arc<Self>, lease: &Arc<Lease>, request: &TokenRequest<'_>) -> TokenResult {
+        let now = self.now_ms();
+        let taken = lease.take(request.acquire, now);
+        let left = match taken {
+            Taken::Granted(left) => Some(left),
+            _ => None,
+        };
+        let retry_after = u64::try_from(self.config.retry_after.as_millis()).unwrap_or(u64::MAX);
+        if lease.wants_fetch(left, now, retry_after) && lease.start_fetch() {
+            let (fetcher, lease, acquire) = (Arc::clone(self), Arc::clone(lease), request.acquire);
+            self.runtime.spawn(async move {
+                // A failure is recorded in the lease (the rule is checked locally until a retry).
+                let _ = fetcher.fetch(lease, acquire).await;
+            });
+        }
+        let counts = &self.counts;
+        match taken {
+            Taken::Granted(left) => {
+                add(&counts.granted, 1);
+                TokenResult {
+                    status: TokenStatus::Ok,
+                    remaining: i32::try_from(left).unwrap_or(i32::MAX),
+                    wait_ms: 0,
+                }
+            }
+            Taken::Full(until) => {
+                add(&counts.blocked, 1);
+                TokenResult {
+                    status: TokenStatus::Blocked,
+                    remaining: 0,
+                    wait_ms: i32::try_from(until - now).unwrap_or(i32::MAX),
+                }
+            }
+            Taken::Miss => {
+                add(&counts.lease_misses, 1);
+                TokenResult::of(TokenStatus::Blocked)
+            }
+            Taken::Unknown => {
+                add(&counts.failed, 1);
+                TokenResult::of(TokenStatus::Fail)
+            }
+        }
+    }
+
+    /// Fetches tokens for `lease` and adds them to it.
+    async fn fetch(self: Arc<Self>, lease: Arc<Lease>, acquire: u32) -> Result<Grant, FetchError> {
+        let ahead = u64::try_from(self.config.fetch_ahead.as_millis()).unwrap_or(0);
+        let started = self.now_ms();
+        let want = lease.want(started, ahead, acquire);
+        let terms = lease.terms();
+        add(&self.counts.fetches, 1);
+        let result = self.fetcher.fetch(&terms, want).await;
+        let now = self.now_ms();
+        match &result {
+            Ok(grant) => {
+                add(&self.counts.tokens_fetched, u64::from(grant.granted));
+                lease.granted(grant, want, now, terms.bucket_ms());
+            }
+            Err(error) => {
+                add(&self.counts.fetch_failures, 1);
+                lease.failed(now);
+                tracing::debug!(
+                    target: "floodgate::cluster",
+                    flow_id = lease.flow_id,
+                    %error,
+                    "a token fetch failed: the rule is checked locally"
+                );
+            }
+        }
+        result
+    }
+}
+
+/// Cluster flow control over the network, as the engine's [`TokenService`]: tokens come from `F`
+/// (Redis: [`RedisTokenService`](crate::redis::RedisTokenService); a token server:
+/// [`RemoteTokenService`](super::RemoteTokenService)), fetched ahead of demand, and no
+/// entry waits for them. Prioritized entries are not lent tokens of the next window; they are
+/// counted as others.
+#[derive(Debug)]
+pub struct LeasedTokenService<F> {
+    shared: Arc<Shared<F>>,
+    refresh: JoinHandle<()>,
+}
+
+impl<F: Fetcher> LeasedTokenService<F> {
+    /// Starts the service over `fetcher`, with its fetches and membership refreshes on `runtime`.
+    /// It does not wait for the source: until it answers, cluster rules are checked locally.
+    pub fn start_with(fetcher: F, config: LeaseConfig, runtime: &Handle) -> Self {
+        let shared = Arc::new(Shared {
+            fetcher,
+            config,
+            leases: ArcSwap::default(),
+            runtime: runtime.clone(),
+            started: Instant::now(),
+            counts: Counts::default(),
+        });
+        let refresh = runtime.spawn(refresh_memberships(Arc::downgrade(&shared)));
+        LeasedTokenService { shared, refresh }
+    }
+
+    /// What tokens are fetched from.
+    pub fn fetcher(&self) -> &F {
+        &self.shared.fetcher
+    }
+
+    /// Fetches tokens for `request`'s rule now and waits for the answer (at most the source's
+    /// request timeout): for a warm start, so that the first entries are answered from the source
+    /// rather than checked locally.
+    pub async fn prefetch(&self, request: &TokenRequest<'_>) -> Result<Grant, FetchError> {
+        let Some(lease) = self.shared.lease(request) else {
+            return Err(FetchError::TooManyRules);
+        };
+        while !lease.start_fetch() {
+            tokio::task::yield_now().await;
+        }
+        self.shared.clone().fetch(lease, request.acquire).await
+    }
+
+    /// The members the source last reported for the rule `flow_id` (this instance included), if it
+    /// was asked for.
+    pub fn members(&self, flow_id: i64) -> Option<u32> {
+        self.shared.leases.load().get(&flow_id).map(|l| l.members())
+    }
+
+    /// The flow ids of the cluster rules asked for so far, in order.
+    pub fn flow_ids(&self) -> Vec<i64> {
+        let mut ids: Vec<i64> = self.shared.leases.load().keys().copied().collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// What the service has done since it started.
+    pub fn stats(&self) -> LeaseStats {
+        let counts = &self.shared.counts;
+        let read = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        LeaseStats {
+            granted: read(&counts.granted),
+            blocked: read(&counts.blocked),
+            lease_misses: read(&counts.lease_misses),
+            failed: read(&counts.failed),
+            fetches: read(&counts.fetches),
+            fetch_failures: read(&counts.fetch_failures),
+            tokens_fetched: read(&counts.tokens_fetched),
+            calls: self.shared.fetcher.calls(),
+        }
+    }
+
+    /// Stops refreshing memberships and takes this instance out of every rule's members, so that
+    /// average-local totals shrink at once rather than after the member time-to-live.
+    pub async fn shutdown(self) {
+        self.refresh.abort();
+        let leases = self.shared.leases.load_full();
+        for flow_id in leases.keys() {
+            if let Err(error) = self.shared.fetcher.leave(*flow_id).await {
+                tracing::warn!(target: "floodgate::cluster", flow_id, %error, "leaving a rule's members failed");
+            }
+        }
+    }
+}
+
+impl<F> Drop for LeasedTokenService<F> {
+    fn drop(&mut self) {
+        self.refresh.abort();
+    }
+}
+
+impl<F: Fetcher> TokenService for LeasedTokenService<F> {
+    fn request_token(&self, request: &TokenRequest<'_>) -> TokenResult {
+        let shared = &self.shared;
+        // The lease is borrowed from the map, not cloned: no shared count is written per entry.
+        let leases = shared.leases.load();
+        if let Some(lease) = leases.get(&request.flow_id) {
+            lease.note_terms(request);
+            return shared.answer(lease, request);
+        }
+        drop(leases);
+        match shared.lease(request) {
+            Some(lease) => shared.answer(&lease, request),
+            None => {
+                add(&shared.counts.failed, 1);
+                TokenResult::of(TokenStatus::Fail)
+            }
+        }
+    }
+}
+
+/// Refreshes this instance's membership of every rule it asked for, as often as the config says,
+/// until the service is dropped.
+async fn refresh_memberships<F: Fetcher>(shared: std::sync::Weak<Shared<F>>) {
+    let every = match shared.upgrade() {
+        Some(shared) => shared.config.refresh_every,
+        None => return,
+    };
+    let mut ticks = tokio::time::interval(every.max(Duration::from_millis(1)));
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        let leases = shared.leases.load_full();
+        for flow_id in leases.keys() {
+            if let Err(error) = shared.fetcher.refresh(*flow_id).await {
+                tracing::debug!(target: "floodgate::cluster", flow_id, %error, "refreshing a membership failed");
+            }
+        }
+    }
+}
