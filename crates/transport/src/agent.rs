@@ -64,6 +64,10 @@ pub enum AgentError {
     /// The metric log directory could not be used.
     #[error("cannot use the metric log directory: {0}")]
     MetricLog(std::io::Error),
+    /// The Redis settings for cluster rules cannot work.
+    #[cfg(feature = "cluster")]
+    #[error("invalid cluster Redis setting: {0}")]
+    ClusterRedis(#[from] floodgate_cluster::redis::RedisConfigError),
     /// A setting was out of range.
     #[error("invalid agent setting `{field}`: {reason}")]
     Invalid {
@@ -99,6 +103,9 @@ pub struct Agent {
 pub struct AgentBuilder {
     fg: Floodgate,
     config: AgentConfig,
+    /// The Redis the engine's cluster rules count in.
+    #[cfg(feature = "cluster")]
+    cluster_redis: Option<floodgate_cluster::redis::RedisConfig>,
 }
 
 impl Agent {
@@ -107,6 +114,8 @@ impl Agent {
         AgentBuilder {
             fg,
             config: AgentConfig::default(),
+            #[cfg(feature = "cluster")]
+            cluster_redis: None,
         }
     }
 
@@ -183,6 +192,33 @@ fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
     socket.listen(BACKLOG)
 }
 
+/// The agent's runtime while `start` may still fail: dropped without waiting for its threads, so
+/// that a start that fails in an async context returns its error rather than panicking there
+/// (`a_start_that_fails_in_an_async_context_returns_its_error`).
+struct StartingRuntime(Option<tokio::runtime::Runtime>);
+
+impl StartingRuntime {
+    fn into_inner(mut self) -> tokio::runtime::Runtime {
+        self.0.take().expect("the runtime is taken once")
+    }
+}
+
+impl std::ops::Deref for StartingRuntime {
+    type Target = tokio::runtime::Runtime;
+
+    fn deref(&self) -> &Self::Target {
+        self.0.as_ref().expect("the runtime is taken once")
+    }
+}
+
+impl Drop for StartingRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
 fn collect(fg: &Floodgate, metrics: &MetricStore, log: Option<&MetricLog>) {
     // Appended under the store's lock: a collection that started later cannot write its (newer) lines
     // first, which made the older ones look out of order and dropped them from the file.
@@ -201,7 +237,19 @@ impl AgentBuilder {
         Ok(AgentBuilder {
             fg,
             config: AgentConfig::from_env()?,
+            #[cfg(feature = "cluster")]
+            cluster_redis: None,
         })
+    }
+
+    /// Counts the engine's cluster rules in Redis (feature `cluster`): the agent starts a
+    /// [`RedisTokenService`](floodgate_cluster::redis::RedisTokenService) on its runtime and the
+    /// application starts in cluster mode 0 (a client, of Redis). `setClusterMode?mode=1` can still
+    /// make it a token server, and `mode=0` returns to Redis.
+    #[cfg(feature = "cluster")]
+    pub fn cluster_redis(mut self, redis: floodgate_cluster::redis::RedisConfig) -> Self {
+        self.cluster_redis = Some(redis);
+        self
     }
 
     /// Replaces the whole configuration.
@@ -431,10 +479,16 @@ impl AgentBuilder {
             return Err(AgentError::InsecureBind(c.bind_addr));
         }
         // Before the rule files load: a start that fails changes no rule.
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(AgentError::Runtime)?;
+        #[cfg(feature = "cluster")]
+        if let Some(redis) = &self.cluster_redis {
+            redis.check()?;
+        }
+        let runtime = StartingRuntime(Some(
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(AgentError::Runtime)?,
+        ));
         // Bound in the runtime's context (tokio's sockets set the backlog), so that a failure is
         // `start`'s error, not a silent exit of the agent thread after "listening" was reported.
         let (listener, prometheus_listener) = {
@@ -460,6 +514,14 @@ impl AgentBuilder {
             )),
             None => None,
         };
+        #[cfg(feature = "cluster")]
+        let cluster = crate::command::ClusterControl::new(
+            &self.fg,
+            c.bind_addr,
+            &c.app_name,
+            runtime.handle().clone(),
+            self.cluster_redis.clone(),
+        )?;
         let rule_files = Arc::new(RuleFiles::new(c.rule_files.clone()));
         // Watched first, then loaded: an edit made between the two is not missed.
         let watcher = if c.rule_files.is_empty() {
@@ -490,7 +552,7 @@ impl AgentBuilder {
             wrong_tokens: LogThrottle::new(),
             lockouts: LogThrottle::new(),
             #[cfg(feature = "cluster")]
-            cluster: crate::command::ClusterControl::new(c.bind_addr, &c.app_name),
+            cluster,
         });
         let heartbeat = Heartbeat {
             app: c.app_name.clone(),
@@ -509,6 +571,7 @@ impl AgentBuilder {
         let (collector_metrics, collector_log) = (metrics.clone(), metric_log.clone());
         let collector_state = state.clone();
         let commands = state.clone();
+        let runtime = runtime.into_inner();
         let thread = std::thread::Builder::new()
             .name("floodgate-agent".into())
             .spawn(move || {

@@ -1,6 +1,9 @@
-//! The embedded token server's commands (feature `cluster`), through `Agent::router()`: the mode, the
-//! server's rules and settings per namespace, and tokens granted to a client over the token protocol.
+//! The cluster commands (feature `cluster`), through `Agent::router()`: the mode, the embedded
+//! server's rules and settings per namespace, tokens granted to a client over the token protocol,
+//! the client role of a token server `cluster/client/modifyConfig` names, and of a Redis.
 
+#[path = "../../cluster/tests/redis_server/mod.rs"]
+mod redis_server;
 mod support;
 
 use std::time::Duration;
@@ -54,9 +57,10 @@ async fn the_agent_serves_its_clusters_tokens_once_in_server_mode() {
         (mode["mode"].as_i64(), mode["serverAvailable"].as_bool()),
         (Some(-1), Some(true))
     );
-    assert_eq!(mode["clientAvailable"].as_bool(), Some(false));
+    assert_eq!(mode["clientAvailable"].as_bool(), Some(true));
+    assert_eq!(mode["backend"].as_str(), Some("none"));
     let (status, body) = call(&router, "setClusterMode", &[("mode", "0")]).await;
-    assert_eq!(status, BAD, "{body}");
+    assert_eq!(status, BAD, "no token server is named yet: {body}");
     assert_eq!(
         call(&router, "setClusterMode", &[("mode", "2")]).await.0,
         BAD
@@ -239,4 +243,186 @@ async fn the_agent_serves_its_clusters_tokens_once_in_server_mode() {
     );
     let api = call(&router, "api", &[]).await.1;
     assert!(api.contains("/cluster/server/modifyFlowRules"), "{api}");
+}
+
+/// Waits (yielding) until `done` holds: for what the agent's own thread does.
+async fn until(mut done: impl FnMut() -> bool) {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while !done() {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the condition holds in time");
+}
+
+/// Enters until the engine's token service has answered an entry (its first entries fall back
+/// while the first fetch is on its way, on the agent's thread).
+async fn until_answered(fg: &floodgate_core::Floodgate) {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while fg.stats().cluster_token_answers == 0 {
+            drop(fg.entry("GET:/orders").enter());
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await
+    .expect("the token service answered in time");
+}
+
+const CLIENT_RULES: &str = r#"[{"resource":"GET:/orders","count":1000,"clusterMode":true,"clusterConfig":{"flowId":7,"thresholdType":1}}]"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_is_a_client_of_the_token_server_it_is_given() {
+    use floodgate_cluster::server::{LocalTokenService, TokenServer, TransportConfig};
+    let service = std::sync::Arc::new(LocalTokenService::default());
+    service
+        .load_flow_rules(
+            "test-app",
+            floodgate_core::FlowRule::deserialize_list(&mut serde_json::Deserializer::from_str(
+                CLIENT_RULES,
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+    let server = TokenServer::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        service.clone(),
+        TransportConfig::default(),
+    )
+    .await
+    .unwrap();
+    let (_clock, fg) = engine();
+    fg.load_rules_json(floodgate_core::RuleType::Flow, CLIENT_RULES)
+        .unwrap();
+    let agent = builder(&fg).start().unwrap();
+    let router = agent.router();
+    const OK: StatusCode = StatusCode::OK;
+    const BAD: StatusCode = StatusCode::BAD_REQUEST;
+
+    for (data, field) in [
+        (r#"{"serverHost":"","serverPort":1}"#, "serverHost"),
+        (r#"{"serverHost":"127.0.0.1","serverPort":0}"#, "serverPort"),
+        (
+            r#"{"serverHost":"127.0.0.1","serverPort":70000}"#,
+            "serverPort",
+        ),
+        (
+            r#"{"serverHost":"127.0.0.1","serverPort":1,"requestTimeout":0}"#,
+            "requestTimeout",
+        ),
+        (r#"{"serverHost":7,"serverPort":1}"#, "serverHost"),
+        ("[1]", "object"),
+    ] {
+        let (status, body) = call(&router, "cluster/client/modifyConfig", &[("data", data)]).await;
+        assert_eq!(status, BAD, "{data}");
+        assert!(body.contains(field), "{data}: {body}");
+    }
+    assert_eq!(
+        call(&router, "cluster/client/modifyConfig", &[]).await.0,
+        BAD
+    );
+    let unchanged = json(&call(&router, "cluster/client/fetchConfig", &[]).await.1);
+    assert_eq!(unchanged["serverPort"].as_u64(), Some(0), "nothing was set");
+
+    let data = format!(
+        r#"{{"serverHost":"127.0.0.1","serverPort":{},"requestTimeout":5000}}"#,
+        server.local_addr().port()
+    );
+    let (status, body) = call(&router, "cluster/client/modifyConfig", &[("data", &data)]).await;
+    assert_eq!((status, body.as_str()), (OK, "success"));
+    assert_eq!(
+        call(&router, "setClusterMode", &[("mode", "0")]).await.0,
+        OK
+    );
+    let mode = json(&call(&router, "getClusterMode", &[]).await.1);
+    assert_eq!(
+        (mode["mode"].as_i64(), mode["backend"].as_str()),
+        (Some(0), Some("client"))
+    );
+    until(|| service.clients("test-app").len() == 1).await;
+    let config = json(&call(&router, "cluster/client/fetchConfig", &[]).await.1);
+    assert_eq!(config["serverHost"].as_str(), Some("127.0.0.1"));
+    assert_eq!(
+        config["serverPort"].as_u64(),
+        Some(u64::from(server.local_addr().port()))
+    );
+    assert_eq!(config["requestTimeout"].as_u64(), Some(5000));
+    assert_eq!(config["clientState"].as_u64(), Some(2), "started");
+
+    // The engine's cluster rule takes its tokens from the server.
+    until_answered(&fg).await;
+    assert!(service.flow_metrics("test-app")[0].pass_qps > 0.0);
+
+    // Server mode drops the client; client mode comes back to the server.
+    assert_eq!(
+        call(&router, "setClusterMode", &[("mode", "1")]).await.0,
+        OK
+    );
+    until(|| service.clients("test-app").is_empty()).await;
+    let mode = json(&call(&router, "getClusterMode", &[]).await.1);
+    assert_eq!(
+        (mode["mode"].as_i64(), mode["backend"].as_str()),
+        (Some(1), Some("server"))
+    );
+    assert_eq!(
+        call(&router, "setClusterMode", &[("mode", "0")]).await.0,
+        OK
+    );
+    until(|| service.clients("test-app").len() == 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_started_with_redis_counts_its_cluster_rules_there() {
+    use floodgate_cluster::redis::RedisConfig;
+    let redis = redis_server::RedisServer::start();
+    let (_clock, fg) = engine();
+    fg.load_rules_json(floodgate_core::RuleType::Flow, CLIENT_RULES)
+        .unwrap();
+    let bad = builder(&fg)
+        .cluster_redis(RedisConfig::new("http://nope"))
+        .start();
+    assert!(
+        matches!(bad, Err(floodgate_transport::AgentError::ClusterRedis(_))),
+        "{bad:?}"
+    );
+
+    let config = RedisConfig::new(redis.url()).instance("orders-<1>");
+    let agent = builder(&fg).cluster_redis(config).start().unwrap();
+    let router = agent.router();
+    let mode = json(&call(&router, "getClusterMode", &[]).await.1);
+    assert_eq!(
+        (mode["mode"].as_i64(), mode["backend"].as_str()),
+        (Some(0), Some("redis"))
+    );
+    assert_eq!(
+        mode["redis"]["nodes"][0].as_str(),
+        Some(redis.url().as_str())
+    );
+    assert_eq!(mode["redis"]["instance"].as_str(), Some("orders-<1>"));
+    let config = json(&call(&router, "cluster/client/fetchConfig", &[]).await.1);
+    assert_eq!(config["serverHost"].as_str(), Some("127.0.0.1"));
+    assert_eq!(
+        (config["clientState"].as_u64(), config["backend"].as_str()),
+        (Some(2), Some("redis"))
+    );
+
+    until_answered(&fg).await;
+    let members: Vec<String> = redis::cmd("ZRANGE")
+        .arg("floodgate:{7}:members")
+        .arg(0)
+        .arg(-1)
+        .query(&mut redis.connection())
+        .unwrap();
+    assert_eq!(members, ["orders-<1>"]);
+
+    assert_eq!(
+        call(&router, "setClusterMode", &[("mode", "1")]).await.0,
+        StatusCode::OK
+    );
+    assert_eq!(
+        call(&router, "setClusterMode", &[("mode", "0")]).await.0,
+        StatusCode::OK
+    );
+    let mode = json(&call(&router, "getClusterMode", &[]).await.1);
+    assert_eq!(mode["backend"].as_str(), Some("redis"), "back to Redis");
 }

@@ -1214,3 +1214,17 @@ fn a_mebibyte_of_hostile_regex_rules_is_refused_and_the_agent_answers_on() {
     assert_eq!(in_force.as_array().unwrap().len(), 1);
     assert_eq!(in_force[0]["resource"], "kept");
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_start_that_fails_in_an_async_context_returns_its_error() {
+    let (_clock, fg) = engine();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    // The agent's runtime exists when the bind fails; it goes without waiting (and so without
+    // panicking in this async context).
+    let err = builder(&fg).port(port).start().unwrap_err();
+    assert!(
+        matches!(err, floodgate_transport::AgentError::Bind { .. }),
+        "{err}"
+    );
+}

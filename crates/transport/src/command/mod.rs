@@ -468,6 +468,11 @@ const CLUSTER_COMMANDS: &[(&str, &str)] = &[
         "setClusterMode",
         "set cluster mode, accept param: mode={0|1} 0:client mode 1:server mode",
     ),
+    ("cluster/client/fetchConfig", "get cluster client config"),
+    (
+        "cluster/client/modifyConfig",
+        "modify cluster client config",
+    ),
     ("cluster/server/info", "get cluster server info"),
     ("cluster/server/fetchConfig", "get cluster server config"),
     (
@@ -506,6 +511,7 @@ fn changes_state(command: &str) -> bool {
             | "setParamFlowRules"
             | "setSwitch"
             | "setClusterMode"
+            | "cluster/client/modifyConfig"
             | "cluster/server/modifyTransportConfig"
             | "cluster/server/modifyFlowConfig"
             | "cluster/server/modifyNamespaceSet"
@@ -835,6 +841,10 @@ async fn run(state: &CommandState, command: &str, params: &Params) -> Result<Str
         "getClusterMode" => Ok(cluster::get_cluster_mode(state).await),
         #[cfg(feature = "cluster")]
         "setClusterMode" => cluster::set_cluster_mode(state, params).await,
+        #[cfg(feature = "cluster")]
+        "cluster/client/fetchConfig" => Ok(cluster::client_fetch_config(state).await),
+        #[cfg(feature = "cluster")]
+        "cluster/client/modifyConfig" => cluster::client_modify_config(state, params).await,
         #[cfg(feature = "cluster")]
         "cluster/server/info" => Ok(cluster::server_info(state).await),
         #[cfg(feature = "cluster")]

@@ -48,8 +48,24 @@ pub(super) fn state_with_files(
         wrong_tokens: LogThrottle::new(),
         lockouts: LogThrottle::new(),
         #[cfg(feature = "cluster")]
-        cluster: super::ClusterControl::new(std::net::IpAddr::from([127, 0, 0, 1]), "app"),
+        cluster: cluster_control(fg),
     })
+}
+
+/// The cluster role of the properties' agent: no client and no server runs, so its runtime (one
+/// for the whole test binary) never has work.
+#[cfg(feature = "cluster")]
+fn cluster_control(fg: &Floodgate) -> super::ClusterControl {
+    static RUNTIME: std::sync::LazyLock<tokio::runtime::Runtime> =
+        std::sync::LazyLock::new(runtime);
+    super::ClusterControl::new(
+        fg,
+        std::net::IpAddr::from([127, 0, 0, 1]),
+        "app",
+        RUNTIME.handle().clone(),
+        None,
+    )
+    .expect("no Redis to check")
 }
 
 /// Bytes as they may appear in a query string: the URI's own characters kept, the rest escaped (so
