@@ -2,6 +2,8 @@
 
 use bytes::{Buf, BufMut};
 
+use floodgate_core::ParamValue;
+
 use super::error::DecodeError;
 
 /// One argument of a hot-parameter request, typed as Java's boxed primitives and strings.
@@ -26,6 +28,44 @@ pub enum Param {
 }
 
 impl Param {
+    /// An engine's argument value as a wire parameter: an integer as a `long`, a float as a
+    /// `double`; `None` for a value a hot-parameter rule does not count (`Null`, a list).
+    pub fn of(value: &ParamValue<'_>) -> Option<Param> {
+        Some(match value {
+            ParamValue::Int(v) => Param::Long(*v),
+            ParamValue::Float(v) => Param::Double(*v),
+            ParamValue::Bool(v) => Param::Bool(*v),
+            ParamValue::Str(s) => Param::Str(s.to_string()),
+            _ => return None,
+        })
+    }
+
+    /// The parameter as the engine's value (Java's integer types alike, a `float` widened).
+    pub fn value(&self) -> ParamValue<'_> {
+        match self {
+            Param::Int(v) => ParamValue::Int(i64::from(*v)),
+            Param::Long(v) => ParamValue::Int(*v),
+            Param::Byte(v) => ParamValue::Int(i64::from(*v)),
+            Param::Short(v) => ParamValue::Int(i64::from(*v)),
+            Param::Double(v) => ParamValue::Float(*v),
+            Param::Float(v) => ParamValue::Float(f64::from(*v)),
+            Param::Bool(v) => ParamValue::Bool(*v),
+            Param::Str(s) => ParamValue::Str(s.as_str().into()),
+        }
+    }
+
+    /// The text that names the value's window wherever windows are shared (in Redis): values
+    /// that count as one (Java's integer types alike) have one text.
+    pub fn window_key(&self) -> String {
+        match self.value() {
+            ParamValue::Int(v) => format!("i:{v}"),
+            ParamValue::Float(v) => format!("f:{v}"),
+            ParamValue::Bool(v) => format!("b:{v}"),
+            ParamValue::Str(s) => format!("s:{s}"),
+            _ => "null".to_owned(),
+        }
+    }
+
     /// The bytes it takes on the wire, tag included.
     pub(crate) fn wire_len(&self) -> usize {
         1 + match self {

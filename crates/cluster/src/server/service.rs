@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use floodgate_core::cluster::{TokenResult, TokenStatus};
 use floodgate_core::{
-    Clock, Floodgate, FlowGrade, FlowRule, ParamFlowRule, ParamValue, RuleError, SystemClock,
+    Clock, Floodgate, FlowGrade, FlowRule, ParamFlowRule, RuleError, SystemClock,
 };
 
 use super::config::{ServerConfigError, ServerFlowConfig};
@@ -391,8 +391,8 @@ impl LocalTokenService {
         let values = params
             .iter()
             .map(|param| {
-                let count = served.rule.threshold_of(&value_of(param));
-                (value_text(param), count)
+                let count = served.rule.threshold_of(&param.value());
+                (param.window_key(), count)
             })
             .collect();
         Ok((window_terms(served, served.rule.count), values))
@@ -460,7 +460,7 @@ impl LocalTokenService {
         let mut remaining = 0.0;
         for param in params {
             let threshold =
-                Self::threshold(&state, served, served.rule.threshold_of(&value_of(param)));
+                Self::threshold(&state, served, served.rule.threshold_of(&param.value()));
             remaining = threshold - values.avg(now, param) - f64::from(acquire);
             if remaining < 0.0 {
                 return TokenResult::of(TokenStatus::Blocked);
@@ -719,32 +719,6 @@ fn window_terms<R: ServedRule>(served: &Served<R>, count: f64) -> crate::lease::
         ),
         sample_count: u32::try_from(samples).unwrap_or(1).max(1),
         window_interval_ms: u32::try_from(interval).unwrap_or(1000).max(1),
-    }
-}
-
-/// A wire parameter's text in a Redis key: Java's integer types alike, as [`value_of`] counts them.
-#[cfg(feature = "redis")]
-fn value_text(param: &Param) -> String {
-    match value_of(param) {
-        ParamValue::Int(v) => format!("i:{v}"),
-        ParamValue::Float(v) => format!("f:{v}"),
-        ParamValue::Bool(v) => format!("b:{v}"),
-        ParamValue::Str(s) => format!("s:{s}"),
-        _ => "null".to_owned(),
-    }
-}
-
-/// A wire parameter as the engine's value (Java's integer types alike, a `float` widened).
-fn value_of(param: &Param) -> ParamValue<'_> {
-    match param {
-        Param::Int(v) => ParamValue::Int(i64::from(*v)),
-        Param::Long(v) => ParamValue::Int(*v),
-        Param::Byte(v) => ParamValue::Int(i64::from(*v)),
-        Param::Short(v) => ParamValue::Int(i64::from(*v)),
-        Param::Double(v) => ParamValue::Float(*v),
-        Param::Float(v) => ParamValue::Float(f64::from(*v)),
-        Param::Bool(v) => ParamValue::Bool(*v),
-        Param::Str(s) => ParamValue::Str(s.as_str().into()),
     }
 }
 
