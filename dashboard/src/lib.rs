@@ -59,6 +59,7 @@
 
 pub mod agent_client;
 pub mod auth;
+pub mod cluster;
 pub mod config;
 pub mod db;
 pub mod error;
