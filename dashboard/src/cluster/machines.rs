@@ -3,7 +3,8 @@
 //! (`cluster/client/fetchConfig`), a token server its port, its clients per namespace
 //! (`cluster/server/info`) and its figures for the app's namespace (`cluster/server/metricList`).
 //! A machine that does not answer, or answers something else than these, is unreachable with why;
-//! a detail that fails is shown failed beside what did answer.
+//! a detail that fails is shown failed beside what did answer. A machine's calls take at most two
+//! agent timeouts (the mode, then its backend's questions at once).
 
 use super::answers::{
     Backend, ClientConfig, ClusterMode, FlowMetric, ServerInfo, read_client_config,
@@ -97,15 +98,17 @@ async fn machine_state(
             .await,
         },
         Backend::Server => {
-            let info = ask(state, target, "cluster/server/info", &[], read_server_info).await;
-            let metrics = ask(
-                state,
-                target,
-                "cluster/server/metricList",
-                &[("namespace", namespace)],
-                read_metric_list,
-            )
-            .await;
+            let of_namespace = [("namespace", namespace)];
+            let (info, metrics) = tokio::join!(
+                ask(state, target, "cluster/server/info", &[], read_server_info),
+                ask(
+                    state,
+                    target,
+                    "cluster/server/metricList",
+                    &of_namespace,
+                    read_metric_list,
+                ),
+            );
             BackendDetail::Server { info, metrics }
         }
         Backend::None | Backend::Redis(_) | Backend::Other { .. } => BackendDetail::Nothing,

@@ -16,7 +16,8 @@ use super::{Chrome, Page};
 use crate::AppState;
 use crate::auth::{CurrentUser, SignedInBy};
 use crate::cluster::{
-    Backend, BackendDetail, ClusterMode, FlowMetric, MachineCluster, cluster_of_app, cluster_rules,
+    Backend, BackendDetail, ClusterMode, FlowMetric, MachineCluster, Traffic, cluster_of_app,
+    cluster_rules,
 };
 
 /// One cluster rule as the page shows it.
@@ -131,8 +132,8 @@ fn yes_no(v: Option<bool>) -> &'static str {
 fn mode_words(mode: i64) -> String {
     match mode {
         -1 => "-1 (not started)".to_owned(),
-        0 => "0 (token client)".to_owned(),
-        1 => "1 (token server)".to_owned(),
+        0 => "0 (client)".to_owned(),
+        1 => "1 (server)".to_owned(),
         other => format!("{other} (unknown)"),
     }
 }
@@ -336,7 +337,7 @@ pub(super) async fn index(
                 RuleType::ParamFlow => ("paramFlow", "hot-parameter rule"),
                 _ => ("flow", "flow rule"),
             };
-            let traffic = |v: fn(&crate::cluster::Traffic) -> i64| {
+            let traffic = |v: fn(&Traffic) -> i64| {
                 r.traffic
                     .as_ref()
                     .map_or_else(|| "–".to_owned(), |t| v(t).to_string())
