@@ -978,3 +978,109 @@ async fn the_other_main_pages_show_their_content() {
     }
     w.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cluster_box_reveals_its_fields_and_the_cluster_page_lists_the_rule() {
+    let w = World::start().await;
+    w.sign_in("admin", ADMIN_PASSWORD).await;
+    w.goto(&format!("/apps/{APP}/rules/flow/new")).await;
+    let b = w.b();
+    b.wait()
+        .at_most(PATIENCE)
+        .for_element(Locator::Css("form#rule-form"))
+        .await
+        .expect("the rule form");
+    let shown = || async {
+        w.js(
+            "return ['flowId', 'thresholdType', 'fallbackToLocalWhenFail', 'sampleCount',
+                      'windowIntervalMs'].map(n => {
+                  const f = document.getElementById('field-clusterConfig.' + n);
+                  return f !== null && f.offsetParent !== null;
+              });",
+        )
+        .await
+    };
+    assert_eq!(
+        shown().await,
+        json!([false, false, false, false, false]),
+        "hidden until the box is ticked"
+    );
+    b.find(Locator::Css("#field-clusterMode"))
+        .await
+        .expect("the cluster mode box")
+        .click()
+        .await
+        .expect("click");
+    assert_eq!(
+        shown().await,
+        json!([true, true, true, true, true]),
+        "shown once it is ticked"
+    );
+    for (field, value) in [("#field-resource", BUSY), ("#field-count", "100000")] {
+        let input = b.find(Locator::Css(field)).await.expect(field);
+        input.clear().await.expect("clear");
+        input.send_keys(value).await.expect("typing");
+    }
+    b.find(Locator::Css("select[name='clusterConfig.thresholdType']"))
+        .await
+        .expect("the threshold type")
+        .select_by_value("1")
+        .await
+        .expect("GLOBAL chosen");
+    w.screenshot("rule-form-cluster").await;
+    b.find(Locator::Css("form#rule-form button[type=submit]"))
+        .await
+        .expect("a submit button")
+        .click()
+        .await
+        .expect("submit");
+    eventually("the cluster rule listed", || async {
+        (w.path().await == format!("/apps/{APP}/rules/flow")
+            && w.listed_rule_ids().await.len() == 1)
+            .then_some(())
+    })
+    .await;
+    let stored = w.stored_flow_rules().await;
+    let id = stored[0]["id"].as_i64().expect("an id");
+    let rule = &stored[0]["rule"];
+    assert_eq!(rule["clusterMode"], true);
+    assert_eq!(
+        rule["clusterConfig"]["flowId"], id,
+        "an empty flow id is the rule's id"
+    );
+    assert_eq!(rule["clusterConfig"]["thresholdType"], 1);
+    let list = b
+        .find(Locator::Css("table.rules"))
+        .await
+        .expect("the list")
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        list.contains(&format!("cluster · GLOBAL · flowId {id}")),
+        "{list}"
+    );
+
+    // The cluster page: the rule, and the app's machine (an agent built without the cluster feature).
+    w.goto(&format!("/apps/{APP}/cluster")).await;
+    let row = b
+        .wait()
+        .at_most(PATIENCE)
+        .for_element(Locator::Css(&format!("tr[data-rule='flow-{id}']")))
+        .await
+        .expect("the rule's row")
+        .text()
+        .await
+        .expect("text");
+    assert!(row.contains(BUSY) && row.contains("GLOBAL"), "{row}");
+    let machine = b
+        .find(Locator::Css("section.cluster-machine"))
+        .await
+        .expect("the machine's section")
+        .text()
+        .await
+        .expect("text");
+    assert!(machine.contains("-1 (not started)"), "{machine}");
+    w.screenshot("cluster").await;
+    w.finish().await;
+}

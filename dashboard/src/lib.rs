@@ -32,6 +32,15 @@
 //!   restart without a rule file, an edit made elsewhere); a type the app has never managed is imported from
 //!   the first machine that has rules of it, so existing rules are never wiped. Rule JSON is sent so that Java
 //!   clients' second URL-decoding leaves it intact (`a+b %2B c` arrives as written).
+//! - **Cluster flow control.** Flow and hot-parameter rules can be put in cluster mode in their forms
+//!   (`clusterConfig` in Sentinel's field names); a cluster rule saved without a `flowId` gets one unique
+//!   among all the dashboard's rules — its own rule id when no other rule has it, as Sentinel's dashboard
+//!   gives a cluster rule its id — and a typed one another rule has is refused. `/apps/{app}/cluster`
+//!   shows each cluster rule's pass and block QPS in the last complete second, summed over the app's
+//!   machines, and asks each live machine its mode and backend (`getClusterMode`; a Java client, which
+//!   names no backend, by its mode), the token server a client asks (`cluster/client/fetchConfig`),
+//!   a token server's port, clients per namespace and figures (`cluster/server/info`, `metricList`),
+//!   or the Redis it counts in.
 //! - **Users.** No default password: the first admin (`--admin-user`, default `admin`) gets
 //!   `FLOODGATE_ADMIN_PASSWORD` (or `--admin-password`), or a generated password printed once at the first
 //!   start. Roles viewer, editor, admin; server-side sessions in `HttpOnly`, `SameSite=Strict` cookies, rotated
@@ -59,6 +68,7 @@
 
 pub mod agent_client;
 pub mod auth;
+pub mod cluster;
 pub mod config;
 pub mod db;
 pub mod error;

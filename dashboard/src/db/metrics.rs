@@ -113,6 +113,19 @@ pub struct ResourceActivity {
     pub total_pass: i64,
 }
 
+/// One resource's sums in one second, by name.
+#[derive(Debug, Clone, PartialEq, Eq, FromRow)]
+pub struct ResourceSecond {
+    /// The resource's name.
+    pub resource: String,
+    /// Calls let through, over the app's machines.
+    pub pass: i64,
+    /// Calls blocked, over the app's machines.
+    pub block: i64,
+    /// The machines that reported the resource in that second.
+    pub machines: i64,
+}
+
 /// An app's traffic in one second, summed over its resources.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, FromRow)]
 pub struct AppSecond {
@@ -229,6 +242,41 @@ impl Db {
         .bind(app_id)
         .bind(since)
         .fetch_one(self.pool())
+        .await
+    }
+
+    /// The newest second stored for app `app_id` in `[from, to]`.
+    pub async fn newest_metric_second(
+        &self,
+        app_id: i64,
+        from: i64,
+        to: i64,
+    ) -> Result<Option<i64>, sqlx::Error> {
+        sqlx::query_scalar(
+            "SELECT MAX(s.ts) FROM resources r JOIN metric_seconds s ON s.resource_id = r.id \
+             WHERE r.app_id = ? AND s.ts >= ? AND s.ts <= ?",
+        )
+        .bind(app_id)
+        .bind(from)
+        .bind(to)
+        .fetch_one(self.pool())
+        .await
+    }
+
+    /// App `app_id`'s resources with traffic in second `ts`, with their sums.
+    pub async fn resources_in_second(
+        &self,
+        app_id: i64,
+        ts: i64,
+    ) -> Result<Vec<ResourceSecond>, sqlx::Error> {
+        sqlx::query_as(
+            "SELECT r.name AS resource, s.pass, s.block, s.machines \
+             FROM resources r JOIN metric_seconds s ON s.resource_id = r.id \
+             WHERE r.app_id = ? AND s.ts = ? ORDER BY r.name",
+        )
+        .bind(app_id)
+        .bind(ts)
+        .fetch_all(self.pool())
         .await
     }
 

@@ -19,11 +19,11 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 pub use apps::{App, HeartbeatRecord, Machine, Recorded, RegistryLimits};
 pub use history::HistoryEntry;
 pub use metrics::{
-    AppSecond, MINUTE_MS, MetricPoint, MetricSums, ResourceActivity, ResourceIds, SecondRow,
-    WriteOutcome,
+    AppSecond, MINUTE_MS, MetricPoint, MetricSums, ResourceActivity, ResourceIds, ResourceSecond,
+    SecondRow, WriteOutcome,
 };
 pub use pushes::PushRecord;
-pub use rules::{HistoryRecord, NewRule, StoredRule};
+pub use rules::{FlowIdUse, HistoryRecord, NewRule, StoredRule};
 pub use sessions::SessionUser;
 pub use tokens::{ApiToken, TokenUser};
 pub use users::{User, UserChange, is_unique_violation};

@@ -30,6 +30,21 @@ pub struct NewRule {
     pub body: String,
 }
 
+/// A stored rule whose `clusterConfig` carries a `flowId` (in cluster mode or not).
+#[derive(Debug, Clone, PartialEq, Eq, FromRow)]
+pub struct FlowIdUse {
+    /// The rule's id.
+    pub rule_id: i64,
+    /// Its app's id.
+    pub app_id: i64,
+    /// Its app's name.
+    pub app: String,
+    /// Its type (`flow` or `paramFlow`).
+    pub rule_type: String,
+    /// The flow id.
+    pub flow_id: i64,
+}
+
 /// A change to record with a new list.
 #[derive(Debug, Clone)]
 pub struct HistoryRecord<'a> {
@@ -69,6 +84,31 @@ impl Db {
             .bind(rule_type)
             .fetch_optional(self.pool())
             .await
+    }
+
+    /// Every flow id the dashboard's flow and hot-parameter rules carry, of every app.
+    pub async fn flow_id_uses(&self) -> Result<Vec<FlowIdUse>, sqlx::Error> {
+        sqlx::query_as(
+            "SELECT r.id AS rule_id, r.app_id, a.name AS app, r.rule_type, \
+                    r.body ->> '$.clusterConfig.flowId' AS flow_id \
+             FROM rules r JOIN apps a ON a.id = r.app_id \
+             WHERE r.rule_type IN ('flow', 'paramFlow') \
+               AND json_type(r.body, '$.clusterConfig.flowId') = 'integer' \
+             ORDER BY r.id",
+        )
+        .fetch_all(self.pool())
+        .await
+    }
+
+    /// The largest rule id ever handed out (0 before the first rule): the next new rule gets the
+    /// one after it, as ids are never reused.
+    pub async fn last_rule_id(&self) -> Result<i64, sqlx::Error> {
+        sqlx::query_scalar(
+            "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'rules'), 0), \
+                        COALESCE((SELECT MAX(id) FROM rules), 0))",
+        )
+        .fetch_one(self.pool())
+        .await
     }
 
     /// Replaces the app's list of `rule_type` with `rules` in one transaction: rules whose id is

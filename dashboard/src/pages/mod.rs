@@ -4,6 +4,7 @@
 
 mod apps;
 pub mod chart;
+mod cluster;
 mod error;
 mod history;
 mod layout;
@@ -46,6 +47,7 @@ pub(crate) fn router() -> Router<AppState> {
             get(machines::resources),
         )
         .route("/apps/{app}/breakers", get(machines::breakers))
+        .route("/apps/{app}/cluster", get(cluster::index))
         .route("/apps/{app}/resources/{resource}", get(resource::show))
         .route("/users", get(users::index).post(users::create))
         .route("/users/{id}/role", post(users::set_role))

@@ -88,26 +88,47 @@ const REGEX: Spec = spec(
 const CLUSTER_MODE: Spec = spec(
     "clusterMode",
     "Cluster mode",
-    "Count against one threshold shared by all machines, through a token server.",
+    "Count against one threshold for all the app's machines, through its token server or Redis.",
     Kind::Check,
     "",
 );
 const CLUSTER_FLOW_ID: Spec = spec(
     "clusterConfig.flowId",
     "Cluster flow id",
-    "Cluster mode only: a number > 0, unique across all apps.",
+    "A number > 0 that names the rule to the token service, unique among all apps' rules. Leave it empty to have the dashboard assign one (the rule's id when free).",
     Kind::Int,
     "",
 );
 const CLUSTER_THRESHOLD_TYPE: Spec = spec(
     "clusterConfig.thresholdType",
     "Cluster threshold",
-    "Cluster mode only: whether the threshold is per machine (averaged) or for the whole cluster.",
+    "Whether the threshold is each machine's (the cluster allows it times the machines connected) or the whole cluster's.",
     Kind::Select(&[
-        ("0", "Per machine (average)"),
+        ("0", "Per machine (average local)"),
         ("1", "Whole cluster (global)"),
     ]),
     "0",
+);
+const CLUSTER_FALLBACK: Spec = spec(
+    "clusterConfig.fallbackToLocalWhenFail",
+    "Fall back to the local threshold",
+    "When the token service cannot be reached, limit on this machine instead of letting calls pass.",
+    Kind::Check,
+    "true",
+);
+const CLUSTER_SAMPLE_COUNT: Spec = spec(
+    "clusterConfig.sampleCount",
+    "Cluster statistic buckets",
+    "How many buckets the token service's window is divided into; more than 0.",
+    Kind::Int,
+    "10",
+);
+const CLUSTER_WINDOW: Spec = spec(
+    "clusterConfig.windowIntervalMs",
+    "Cluster statistic window (ms)",
+    "The length of the token service's window; more than 0 and a multiple of the buckets.",
+    Kind::Int,
+    "1000",
 );
 
 const FLOW: &[Spec] = &[
@@ -175,13 +196,9 @@ const FLOW: &[Spec] = &[
     CLUSTER_MODE,
     CLUSTER_FLOW_ID,
     CLUSTER_THRESHOLD_TYPE,
-    spec(
-        "clusterConfig.fallbackToLocalWhenFail",
-        "Fall back to the local threshold",
-        "Cluster mode only: when the token server cannot be reached, limit on this machine instead.",
-        Kind::Check,
-        "true",
-    ),
+    CLUSTER_FALLBACK,
+    CLUSTER_SAMPLE_COUNT,
+    CLUSTER_WINDOW,
 ];
 
 const DEGRADE: &[Spec] = &[
@@ -371,13 +388,9 @@ const PARAM_FLOW: &[Spec] = &[
     CLUSTER_MODE,
     CLUSTER_FLOW_ID,
     CLUSTER_THRESHOLD_TYPE,
-    spec(
-        "clusterConfig.fallbackToLocalWhenFail",
-        "Fall back to the local threshold",
-        "Cluster mode only: when the token server cannot be reached, limit on this machine instead.",
-        Kind::Check,
-        "",
-    ),
+    CLUSTER_FALLBACK,
+    CLUSTER_SAMPLE_COUNT,
+    CLUSTER_WINDOW,
 ];
 
 /// The fields of `rule_type`'s form.
@@ -439,8 +452,14 @@ impl Values {
     /// The values showing a stored rule.
     pub(super) fn of_rule(rule_type: RuleType, rule: &Value) -> Values {
         let mut values = Vec::new();
+        let has_cluster_config = rule.get("clusterConfig").is_some_and(Value::is_object);
         for s in specs(rule_type) {
             let v = lookup(rule, s.name);
+            // A rule without a cluster config shows the defaults a switch to cluster mode starts from.
+            if is_cluster_field(s.name) && !has_cluster_config {
+                values.push((s.name.to_owned(), s.default.to_owned()));
+                continue;
+            }
             let text = match (s.kind, v) {
                 (_, None | Some(Value::Null)) => String::new(),
                 (Kind::Check, Some(v)) => {
@@ -468,6 +487,11 @@ impl Values {
         }
         Values(values)
     }
+}
+
+/// Whether the field `name` is one of the cluster config's (shown and read in cluster mode only).
+pub(super) fn is_cluster_field(name: &str) -> bool {
+    name.starts_with("clusterConfig.")
 }
 
 fn lookup<'a>(rule: &'a Value, name: &str) -> Option<&'a Value> {
@@ -548,12 +572,17 @@ fn items(s: &Spec, text: &str) -> Result<Value, FieldError> {
 
 /// The rule a form describes, laid over `base` (the stored rule when editing, so that fields the
 /// form does not show are kept). A field left empty goes back to the engine's default; a
-/// non-number in a number field is an error named after the field.
+/// non-number in a number field is an error named after the field. The cluster config's fields are
+/// read in cluster mode only; out of it, the stored rule's cluster config (if any) is kept as it
+/// was, and in it the fields the form does not show (`strategy`, `resourceTimeout`, …) are.
 pub(super) fn to_rule(
     rule_type: RuleType,
     values: &Values,
     base: Option<&Value>,
 ) -> Result<Value, Vec<FieldError>> {
+    let cluster_mode = values
+        .get("clusterMode")
+        .is_some_and(|v| !v.trim().is_empty());
     let mut rule = base.and_then(Value::as_object).cloned().unwrap_or_default();
     rule.remove("id");
     let mut cluster = rule
@@ -565,6 +594,9 @@ pub(super) fn to_rule(
         .unwrap_or_default();
     let mut errors = Vec::new();
     for s in specs(rule_type) {
+        if is_cluster_field(s.name) && !cluster_mode {
+            continue;
+        }
         let (target, key) = match s.name.strip_prefix("clusterConfig.") {
             Some(key) => (&mut cluster, key),
             None => (&mut rule, s.name),
@@ -603,7 +635,7 @@ pub(super) fn to_rule(
     if !errors.is_empty() {
         return Err(errors);
     }
-    if rule.get("clusterMode").and_then(Value::as_bool) == Some(true) {
+    if cluster_mode || !cluster.is_empty() {
         rule.insert("clusterConfig".into(), Value::Object(cluster));
     }
     Ok(Value::Object(rule))
@@ -638,9 +670,6 @@ pub(super) fn summary(rule_type: RuleType, rule: &Value) -> String {
                 1 => s.push_str(&format!(", counting {reference}")),
                 2 => s.push_str(&format!(", entered through {reference}")),
                 _ => {}
-            }
-            if rule["clusterMode"].as_bool() == Some(true) {
-                s.push_str(", cluster-wide");
             }
             s
         }
@@ -721,6 +750,28 @@ pub(super) fn summary(rule_type: RuleType, rule: &Value) -> String {
     }
 }
 
+/// A cluster rule's marker in the lists: "cluster · GLOBAL · flowId 7" (`None` out of cluster mode).
+pub(super) fn cluster_marker(rule: &Value) -> Option<String> {
+    if rule["clusterMode"].as_bool() != Some(true) {
+        return None;
+    }
+    let config = &rule["clusterConfig"];
+    let threshold = threshold_type_name(config["thresholdType"].as_i64().unwrap_or(0));
+    Some(match config["flowId"].as_i64() {
+        Some(id) => format!("cluster · {threshold} · flowId {id}"),
+        None => format!("cluster · {threshold}"),
+    })
+}
+
+/// Sentinel's name of a cluster threshold type.
+pub(super) fn threshold_type_name(threshold_type: i64) -> &'static str {
+    match threshold_type {
+        1 => "GLOBAL",
+        0 => "AVG_LOCAL",
+        _ => "unknown",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -740,6 +791,72 @@ mod tests {
         assert!(rule.get("refResource").is_none());
         assert!(rule.get("clusterConfig").is_none());
         assert_eq!(summary(RuleType::Flow, &rule), "QPS ≤ 20, warm up 10 s");
+    }
+
+    #[test]
+    fn cluster_fields_are_read_in_cluster_mode_only() {
+        // Out of cluster mode the (hidden) cluster fields are not read, even when nonsense.
+        let off =
+            Values::parse(b"resource=a&count=5&clusterConfig.flowId=x&clusterConfig.sampleCount=");
+        let rule = to_rule(RuleType::Flow, &off, None).unwrap();
+        assert_eq!(rule["clusterMode"], false);
+        assert!(rule.get("clusterConfig").is_none());
+        assert_eq!(cluster_marker(&rule), None);
+
+        let on = Values::parse(
+            b"resource=a&count=5&clusterMode=true&clusterConfig.flowId=&clusterConfig.thresholdType=1\
+              &clusterConfig.fallbackToLocalWhenFail=true&clusterConfig.sampleCount=5\
+              &clusterConfig.windowIntervalMs=500",
+        );
+        let rule = to_rule(RuleType::Flow, &on, None).unwrap();
+        assert_eq!(
+            rule["clusterConfig"],
+            json!({"thresholdType": 1, "fallbackToLocalWhenFail": true, "sampleCount": 5,
+                   "windowIntervalMs": 500}),
+            "an empty flow id is left for the dashboard to assign"
+        );
+        let bad =
+            Values::parse(b"resource=a&count=5&clusterMode=true&clusterConfig.sampleCount=ten");
+        let errors = to_rule(RuleType::ParamFlow, &bad, None).unwrap_err();
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.field == "clusterConfig.sampleCount")
+        );
+    }
+
+    #[test]
+    fn a_stored_cluster_config_round_trips_through_the_form() {
+        let stored = json!({"resource": "a", "count": 5.0, "clusterMode": true,
+            "clusterConfig": {"flowId": 7, "thresholdType": 1, "fallbackToLocalWhenFail": false,
+                "sampleCount": 10, "windowIntervalMs": 1000, "strategy": 0, "resourceTimeout": 3000,
+                "resourceTimeoutStrategy": 0, "acquireRefuseStrategy": 0, "clientOfflineTime": 2000}});
+        let shown = Values::of_rule(RuleType::Flow, &stored);
+        assert_eq!(shown.get("clusterConfig.flowId"), Some("7"));
+        assert_eq!(shown.get("clusterConfig.fallbackToLocalWhenFail"), Some(""));
+        let back = to_rule(RuleType::Flow, &shown, Some(&stored)).unwrap();
+        assert_eq!(back["clusterConfig"], stored["clusterConfig"]);
+        assert_eq!(
+            cluster_marker(&back).as_deref(),
+            Some("cluster · GLOBAL · flowId 7")
+        );
+
+        // Switched off, the config stays as it was (and is used again when switched back on).
+        let mut off = shown.clone();
+        off.0.retain(|(k, _)| k != "clusterMode");
+        let back = to_rule(RuleType::Flow, &off, Some(&stored)).unwrap();
+        assert_eq!(back["clusterMode"], false);
+        assert_eq!(back["clusterConfig"], stored["clusterConfig"]);
+
+        // A rule without a cluster config offers the defaults.
+        let local = json!({"resource": "a", "count": 5.0, "paramIdx": 0});
+        let shown = Values::of_rule(RuleType::ParamFlow, &local);
+        assert_eq!(
+            shown.get("clusterConfig.fallbackToLocalWhenFail"),
+            Some("true")
+        );
+        assert_eq!(shown.get("clusterConfig.sampleCount"), Some("10"));
+        assert_eq!(shown.get("clusterConfig.windowIntervalMs"), Some("1000"));
     }
 
     #[test]

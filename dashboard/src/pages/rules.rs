@@ -12,7 +12,9 @@ use floodgate_core::RuleType;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::rule_form::{Kind, Values, specs, summary, title, to_rule};
+use super::rule_form::{
+    Kind, Values, cluster_marker, is_cluster_field, specs, summary, title, to_rule,
+};
 use super::{Chrome, Page};
 use crate::AppState;
 use crate::auth::{CurrentUser, Role, SignedInBy};
@@ -59,6 +61,8 @@ struct RuleRow {
     origin: String,
     summary: String,
     regex: bool,
+    /// "cluster · GLOBAL · flowId 7" for a rule in cluster mode.
+    cluster: Option<String>,
     edit_url: String,
     delete_url: String,
 }
@@ -100,6 +104,7 @@ pub(super) async fn list(
                 origin: rule["limitApp"].as_str().unwrap_or("").to_owned(),
                 summary: summary(rule_type, &rule),
                 regex: rule["regex"].as_bool() == Some(true),
+                cluster: cluster_marker(&rule),
                 edit_url: format!("{base}/{}/edit", r.id),
                 delete_url: format!("{base}/{}/delete", r.id),
             }
@@ -135,6 +140,8 @@ struct FieldView {
     /// A select's choices: value, words, whether chosen.
     options: Vec<(&'static str, &'static str, bool)>,
     error: Option<String>,
+    /// A field of the cluster config, shown while the cluster mode box is ticked.
+    cluster: bool,
 }
 
 #[derive(Template)]
@@ -184,6 +191,7 @@ fn form_page(
                 value,
                 options,
                 error: None,
+                cluster: is_cluster_field(s.name),
             }
         })
         .collect();

@@ -327,7 +327,10 @@ async fn circuit_breakers(
 }
 
 /// Awaits every future, concurrently (in order; a task that panicked is left out).
-async fn join_all<T: Send + 'static, F: std::future::Future<Output = T> + Send + 'static>(
+pub(crate) async fn join_all<
+    T: Send + 'static,
+    F: std::future::Future<Output = T> + Send + 'static,
+>(
     futures: impl Iterator<Item = F>,
 ) -> Vec<T> {
     let handles: Vec<_> = futures.map(tokio::spawn).collect();

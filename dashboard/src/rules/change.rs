@@ -1,10 +1,12 @@
 //! One change of an app's rules of one type: the new whole list is validated, committed with its
-//! history entry, and then pushed to every healthy machine of the app.
+//! history entry, and then pushed to every healthy machine of the app. Cluster rules without a flow
+//! id get one first (see `flow_ids`).
 
 use floodgate_core::RuleType;
 use serde_json::{Map, Value};
 
 use super::RuleBook;
+use super::flow_ids::{Subject, flow_id, settle_flow_ids};
 use crate::AppState;
 use crate::db::{HistoryRecord, NewRule, StoredRule};
 use crate::error::{AppError, AppResult, FieldError};
@@ -151,6 +153,15 @@ impl RuleBook {
                 }
             }
         }
+        let stored_flow_id = subject_id
+            .and_then(|id| current.iter().find(|r| r.id == id))
+            .and_then(|r| current_value(r).ok())
+            .and_then(|v| flow_id(&v));
+        let about = subject.map(|index| Subject {
+            index,
+            stored_flow_id,
+        });
+        settle_flow_ids(state, app_id, rule_type, &mut list, about).await?;
         let values: Vec<Value> = list.iter().map(|(_, v)| v.clone()).collect();
         let about_the_subject = |errors: &mut Vec<FieldError>| {
             if let Some(subject) = subject {

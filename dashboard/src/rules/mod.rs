@@ -4,6 +4,7 @@
 mod book;
 mod change;
 mod document;
+mod flow_ids;
 mod rollback;
 mod validate;
 

@@ -23,11 +23,17 @@ pub const PASSWORD: &str = "correct horse battery staple";
 
 /// A dashboard whose database is in `dir`, its clock at [`NOW`], its admin's password [`PASSWORD`].
 pub async fn start(dir: &tempfile::TempDir) -> Dashboard {
+    start_with(dir, |_| {}).await
+}
+
+/// [`start`], with the settings changed by `tweak` first.
+pub async fn start_with(dir: &tempfile::TempDir, tweak: impl FnOnce(&mut Config)) -> Dashboard {
     let mut config = Config::for_database(format!(
         "sqlite://{}",
         dir.path().join("floodgate.db").display()
     ));
     config.admin_password = Some(PASSWORD.into());
+    tweak(&mut config);
     Dashboard::start_with_clock(config, Arc::new(ManualClock::new(NOW)))
         .await
         .unwrap()
@@ -35,6 +41,11 @@ pub async fn start(dir: &tempfile::TempDir) -> Dashboard {
 
 /// Registers a machine of `app` at `ip`, port 1 (where nothing answers).
 pub async fn machine(d: &Dashboard, app: &str, ip: &str, hostname: &str) -> Machine {
+    machine_at(d, app, ip, 1, hostname).await
+}
+
+/// Registers a machine of `app` at `ip`:`port` (a heartbeat now).
+pub async fn machine_at(d: &Dashboard, app: &str, ip: &str, port: u16, hostname: &str) -> Machine {
     let recorded = d
         .state()
         .db
@@ -43,7 +54,7 @@ pub async fn machine(d: &Dashboard, app: &str, ip: &str, hostname: &str) -> Mach
                 app,
                 app_type: 0,
                 ip,
-                port: 1,
+                port,
                 hostname,
                 sentinel_version: "1.8.9",
                 agent_token: None,

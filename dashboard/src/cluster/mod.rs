@@ -1,0 +1,14 @@
+//! Cluster flow control as the dashboard shows it: each live machine's mode and backend (asked of its
+//! agent), and the app's cluster rules with their traffic summed over its machines.
+
+mod answers;
+mod machines;
+mod rules;
+
+pub use answers::{
+    AnswerError, Backend, ClientConfig, ClusterMode, FlowMetric, MAX_ITEMS, Namespace,
+    RedisBackend, ServerInfo, read_client_config, read_cluster_mode, read_metric_list,
+    read_server_info,
+};
+pub use machines::{BackendDetail, MachineCluster, MachineState, cluster_of_app};
+pub use rules::{ClusterRule, ClusterRules, TRAFFIC_LOOKBACK_MS, Traffic, cluster_rules};
