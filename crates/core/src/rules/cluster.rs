@@ -61,10 +61,13 @@ impl ClusterFields {
                 format!("must be 0 or 1, got {}", self.threshold_type),
             );
         }
-        if self.sample_count <= 0
-            || self.window_interval_ms <= 0
-            || self.window_interval_ms % self.sample_count != 0
-        {
+        if self.sample_count <= 0 {
+            return err(
+                "clusterConfig.sampleCount",
+                format!("must be > 0, got {}", self.sample_count),
+            );
+        }
+        if self.window_interval_ms <= 0 || self.window_interval_ms % self.sample_count != 0 {
             return err(
                 "clusterConfig.windowIntervalMs",
                 format!(

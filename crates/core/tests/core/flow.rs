@@ -728,6 +728,10 @@ fn every_validation_error_names_the_rule_and_field_and_changes_nothing() {
             "rule 0: `clusterConfig.flowId` must be > 0, got 0",
         ),
         (
+            r#"[{"resource":"a","count":1,"clusterMode":true,"clusterConfig":{"flowId":1,"sampleCount":0}}]"#,
+            "rule 0: `clusterConfig.sampleCount` must be > 0, got 0",
+        ),
+        (
             r#"[{"resource":"a","count":1,"clusterMode":true,"clusterConfig":{"flowId":1,"sampleCount":3}}]"#,
             "rule 0: `clusterConfig.windowIntervalMs` must be positive and divisible by sampleCount (1000 / 3)",
         ),
