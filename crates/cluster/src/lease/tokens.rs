@@ -1,17 +1,17 @@
-//! One cluster rule's tokens held by this instance: fetched from Redis ahead of demand, handed
-//! out from memory.
+//! One cluster rule's tokens held by this instance: fetched from their source (Redis, a token
+//! server) ahead of demand, handed out from memory.
 //!
-//! A lease holds tokens Redis granted and counted in its window. They are handed out until they
+//! A lease holds tokens the source granted and counted in its window. They are handed out until they
 //! run out or until one bucket of the rule's window has passed since the grant (so a token is used
-//! close to the time Redis counted it). When what is left falls below half of the last fetch, the
+//! close to the time the source counted it). When what is left falls below half of the last fetch, the
 //! next fetch starts; it asks for the demand of the last fetch period scaled to the fetch-ahead
-//! time, at least one token and at most one bucket's share of the threshold. When Redis grants
+//! time, at least one token and at most one bucket's share of the threshold. When the source grants
 //! fewer tokens than asked, the window is full: the rule blocks until the oldest counted bucket
 //! leaves it.
 //!
 //! What an entry is answered when the lease has no token:
 //!
-//! - Redis has not answered yet for this rule, or not within the window's length, or the last
+//! - the source has not answered yet for this rule, or not within the window's length, or the last
 //!   call failed: the service cannot answer (FAIL), and the rule falls back to its local check;
 //! - the window is full: BLOCKED;
 //! - otherwise a fetch is on its way, and the entry is BLOCKED (counted as a lease miss): an
@@ -32,7 +32,7 @@ pub(crate) enum Taken {
     Full(u64),
     /// A fetch is on its way.
     Miss,
-    /// Redis cannot answer for this rule now.
+    /// The source cannot answer for this rule now.
     Unknown,
 }
 
@@ -48,9 +48,9 @@ pub(crate) struct Lease {
     tokens: AtomicI64,
     /// The tokens may be handed out until then.
     usable_until: AtomicU64,
-    /// The window was full when Redis last answered; it frees tokens then.
+    /// The window was full when the source last answered; it frees tokens then.
     full_until: AtomicU64,
-    /// When Redis last answered.
+    /// When the source last answered.
     answered_at: AtomicU64,
     /// When a call last failed (0 after an answer).
     failed_at: AtomicU64,
@@ -62,7 +62,7 @@ pub(crate) struct Lease {
     fetched_at: AtomicU64,
     /// Tokens the last fetch asked for.
     last_want: AtomicU32,
-    /// The rule's members when Redis last answered.
+    /// The rule's members when the source last answered.
     members: AtomicU32,
 }
 
@@ -199,7 +199,7 @@ impl Lease {
         want
     }
 
-    /// Adds what Redis granted at `now` for a fetch that asked for `want`.
+    /// Adds what the source granted at `now` for a fetch that asked for `want`.
     pub(crate) fn granted(&self, grant: &Grant, want: u32, now: u64, bucket_ms: u64) {
         let granted = i64::from(grant.granted);
         if now >= self.usable_until.load(Ordering::Relaxed) {
@@ -228,7 +228,7 @@ impl Lease {
         self.fetching.store(false, Ordering::Release);
     }
 
-    /// The rule's members when Redis last answered.
+    /// The rule's members when the source last answered.
     pub(crate) fn members(&self) -> u32 {
         self.members.load(Ordering::Relaxed)
     }
