@@ -5,8 +5,12 @@
 //! `floodgate-cluster` crate.
 
 mod service;
+mod terms;
 mod token;
+mod verdict;
 
 pub(crate) use service::TokenServiceCell;
 pub use service::{ThresholdType, TokenRequest, TokenService};
+pub(crate) use terms::ClusterTerms;
 pub use token::{TokenResult, TokenStatus};
+pub(crate) use verdict::{ClusterVerdict, ask};

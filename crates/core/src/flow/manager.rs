@@ -14,19 +14,18 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::cluster::ClusterTerms;
 use super::limit_app::LimitApp;
 use super::rule::{ControlBehavior, FlowGrade, FlowRule, FlowStrategy};
 use super::{
     RejectController, ThrottlingController, WarmUpController, WarmUpRateLimiterController,
 };
-use crate::cluster::ThresholdType;
+use crate::cluster::ClusterTerms;
 use crate::keyed_hash::KeyedMap;
 use crate::registry::Resource;
 
 use crate::rules::{
     Build, CompiledRules, FieldHasher, HashRule, HoldsRule, NamedResources, ResourceTable,
-    RuleIndex, RuleKind, Similar, carry_over_rules,
+    RuleIndex, RuleKind, Similar, carry_over_rules, cluster_fields_of,
 };
 
 /// How a rule shapes traffic, with its state.
@@ -286,14 +285,7 @@ impl FlowKind {
                 .cluster_config
                 .as_ref()
                 .filter(|_| rule.cluster_mode)
-                .map(|c| ClusterTerms {
-                    flow_id: c.flow_id,
-                    threshold_type: ThresholdType::of(c.threshold_type),
-                    // Checked when the rule was loaded: positive.
-                    sample_count: u32::try_from(c.sample_count).unwrap_or(1),
-                    window_interval_ms: u32::try_from(c.window_interval_ms).unwrap_or(1000),
-                    fallback_to_local: c.fallback_to_local_when_fail,
-                }),
+                .map(|c| ClusterTerms::of(&cluster_fields_of!(c))),
             rule: Arc::new(rule),
         }
     }

@@ -1,7 +1,6 @@
 //! Flow control: flow rules, the slot that checks them, and the four traffic-shaping controllers
 //! (reject, warm-up, uniform pacing, warm-up pacing).
 
-mod cluster;
 mod decision;
 mod limit_app;
 mod manager;

@@ -13,8 +13,9 @@
 //!
 //! A RELATE rule reads the cluster node of `refResource` instead (passes if it was never entered); a
 //! CHAIN rule reads the resource's node in the current context, and applies only when the context's name
-//! is `refResource`. Then the rule's controller decides. A cluster rule is checked locally when it falls
-//! back to local on failure, and passes otherwise (no token server is configured).
+//! is `refResource`. Then the rule's controller decides. A cluster rule asks the engine's token service
+//! first, and is checked locally only when the service cannot answer and the rule falls back to local
+//! (`crate::cluster::ClusterVerdict`).
 //!
 //! A prioritized entry that a QPS rule would reject may borrow its pass from a future window (Sentinel's
 //! occupied pass) and wait for it. The borrow is counted on that window only once the whole chain
@@ -27,12 +28,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::FlowRules;
-use super::cluster::{self, Cluster};
 use super::decision::Decision;
 use super::limit_app::LimitApp;
 use super::manager::{Controller, FlowRuleState, ResourceRules};
 use super::rule::{FlowGrade, FlowStrategy};
 use crate::block::{BlockError, BlockKind};
+use crate::cluster::ClusterVerdict;
 use crate::node::StatisticNode;
 use crate::rules::RuleType;
 use crate::slot::{Hooks, Slot, SlotContext};
@@ -229,8 +230,22 @@ fn check(
     occupy_timeout_ms: u64,
 ) -> Result<(), BlockError> {
     if let Some(terms) = &state.cluster {
-        if let Cluster::Decided(verdict) = cluster::check(cx, state, terms, |cx| block(cx, state)) {
-            return verdict;
+        let request = terms.request(
+            cx.count,
+            cx.prioritized,
+            &cx.resource.name,
+            state.rule.count,
+            &[],
+        );
+        match crate::cluster::ask(&cx.engine.token_service, &request, terms, cx.now_ms) {
+            ClusterVerdict::Pass(wait) => {
+                if !wait.is_zero() {
+                    cx.add_wait(wait);
+                }
+                return Ok(());
+            }
+            ClusterVerdict::Block => return Err(block(cx, state)),
+            ClusterVerdict::Local => {}
         }
     }
     // The reject controller's pass, the common case, is checked inline; everything else out of line.

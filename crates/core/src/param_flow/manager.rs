@@ -23,13 +23,14 @@ use super::concurrency;
 use super::rate_limiter::RateLimiter;
 use super::rule::ParamFlowRule;
 use super::token_bucket::TokenBucket;
+use crate::cluster::ClusterTerms;
 use crate::flow::{ControlBehavior, FlowGrade};
 use crate::param::{ParamValue, StoredValue};
 use crate::registry::Resource;
 use crate::rules::{
     Build, CheckedList, CompiledRules, HashRule, HoldsRule, NamedResources, ResourceTable,
     RuleError, RuleHasher, RuleIndex, RuleKind, Similar, all_or_errors, carry_over_rules,
-    first_of_each, pattern,
+    cluster_fields_of, first_of_each, pattern,
 };
 
 /// Token buckets count in ms (Sentinel's windows); pacing counts in ns, so that rates above a thousand
@@ -76,9 +77,9 @@ pub(crate) struct ParamRuleState {
     /// The generation of the rules this state was created in: an entry admitted under rules of an
     /// earlier generation never counted in it.
     pub(crate) born: u64,
-    /// Whether the rule is checked here: a cluster QPS rule passes unless it falls back to local checks
-    /// (no token server is configured).
-    pub(crate) local: bool,
+    /// A cluster QPS rule's terms: its values ask the engine's token service first (`None`: a local
+    /// rule; a THREAD rule is always local, as in Sentinel).
+    pub(crate) cluster: Option<ClusterTerms>,
 }
 
 impl ParamRuleState {
@@ -128,25 +129,29 @@ impl ParamRuleState {
             .filter_map(|(v, count)| Some((cache.item_hash(&v.view())?, v, i64::from(count))))
             .collect();
         items.sort_by_key(|(h, _, _)| *h);
-        let local = !(rule.cluster_mode
-            && rule.grade == FlowGrade::Qps
-            && !rule
-                .cluster_config
-                .as_ref()
-                .is_none_or(|c| c.fallback_to_local_when_fail));
+        let cluster = rule
+            .cluster_config
+            .as_ref()
+            .filter(|_| rule.cluster_mode && rule.grade == FlowGrade::Qps)
+            .map(|c| ClusterTerms::of(&cluster_fields_of!(c)));
         ParamRuleState {
             rule: Arc::new(rule),
             controller,
             items: items.into_boxed_slice(),
             cache,
             born,
-            local,
+            cluster,
         }
     }
 
     /// Whether this is a THREAD rule (its counts are released at exit).
     pub(crate) fn is_thread(&self) -> bool {
         matches!(self.controller, Controller::Threads)
+    }
+
+    /// `value`'s threshold: its item's count, or the rule's (truncated to a whole number).
+    pub(crate) fn threshold(&self, value: &ParamValue<'_>) -> i64 {
+        self.new_value(value).threshold
     }
 
     /// A new value's threshold: its item's count, or the rule's.

@@ -140,10 +140,11 @@ fn parse_float<F: std::str::FromStr>(text: &str) -> Option<F> {
     })
 }
 
-/// Cluster settings of a hot-parameter rule (Sentinel's `ParamFlowClusterConfig`). Floodgate has no token
-/// server yet, so a cluster QPS rule is checked locally when `fallbackToLocalWhenFail` holds (the
-/// default, as for flow rules; Sentinel's default for parameter rules is `false`, which passes every
-/// call while the token service is away) and passes only when it is set to `false`
+/// Cluster settings of a hot-parameter rule (Sentinel's `ParamFlowClusterConfig`). Each value of a
+/// cluster QPS rule asks the engine's token service; when the service cannot answer, the value is
+/// checked locally when `fallbackToLocalWhenFail` holds (the default, as for flow rules; Sentinel's
+/// default for parameter rules is `false`, which passes every call while the token service is away)
+/// and passes, counted and logged, only when it is set to `false`
 /// (`cluster_rules_are_checked_locally_unless_told_not_to`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ParamFlowClusterConfig {

@@ -1,11 +1,10 @@
 //! ParamFlowSlot (−3000): every hot-parameter rule of the resource must admit the call's values.
 //!
-//! Each rule picks one argument per call: `paramIdx` from the start, or counted from the end when
-//! negative (`-1` is the last argument of *this* call; the rule itself never changes, so that a call
-//! with another number of arguments is not checked on the wrong one:
-//! `a_negative_index_is_resolved_per_call`, `negative_indexes_count_from_the_end_of_each_call`). A
-//! missing argument, an index out of range or a `Null` value passes, as in Sentinel. A list argument
-//! contributes each of its elements as a value of its own (`Null` elements and nested lists pass).
+//! Each rule picks one argument per call (`paramIdx`; negative counts from the end of *this* call,
+//! the rule itself never changes, so that a call with another number of arguments is not checked on
+//! the wrong one: `a_negative_index_is_resolved_per_call`), and each value of it is a (rule, value)
+//! pair of the call ([`super::units`]). The pairs of rules in cluster mode ask the token service
+//! first ([`super::cluster`]); only those it leaves to a local check are checked here.
 //!
 //! The (rule, value) pairs of a call are admitted all or nothing. A single pair is decided directly.
 //! Several pairs (a list, or several rules) are first all *checked* without changing anything; only if
@@ -29,7 +28,9 @@ use std::time::Duration;
 
 use rustc_hash::FxHashMap;
 
+use super::cluster;
 use super::manager::{ParamFlowRules, ParamRuleState, Rules, Verdict};
+use super::units::Units;
 use crate::block::{BlockError, BlockKind};
 use crate::param::{ParamValue, ValueKind};
 use crate::registry::Resource;
@@ -54,63 +55,6 @@ impl ParamFlowSlot {
     }
 }
 
-/// The argument a rule looks at in a call with `args`.
-#[inline]
-fn argument<'s, 'a>(args: &'s [ParamValue<'a>], idx: i32) -> Option<&'s ParamValue<'a>> {
-    let i = if idx >= 0 {
-        usize::try_from(idx).ok()?
-    } else {
-        args.len()
-            .checked_sub(usize::try_from(idx.unsigned_abs()).ok()?)?
-    };
-    args.get(i)
-}
-
-/// The (rule, value) pairs of a call, in rule order, list elements in list order.
-struct Units<'r, 's, 'a> {
-    rules: std::slice::Iter<'r, Arc<ParamRuleState>>,
-    args: &'s [ParamValue<'a>],
-    list: Option<(&'r ParamRuleState, std::slice::Iter<'s, ParamValue<'a>>)>,
-}
-
-impl<'r, 's, 'a> Units<'r, 's, 'a> {
-    fn new(rules: &'r Rules, args: &'s [ParamValue<'a>]) -> Self {
-        Units {
-            rules: rules.iter(),
-            args,
-            list: None,
-        }
-    }
-}
-
-impl<'r, 's, 'a> Iterator for Units<'r, 's, 'a> {
-    type Item = (&'r ParamRuleState, &'s ParamValue<'a>);
-
-    #[inline]
-    fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if let Some((state, elements)) = &mut self.list {
-                let state = *state;
-                if let Some(v) = elements.find(|v| !v.is_null() && v.as_list().is_none()) {
-                    return Some((state, v));
-                }
-                self.list = None;
-            }
-            let state = &**self.rules.next()?;
-            if !state.local {
-                continue;
-            }
-            match argument(self.args, state.rule.param_idx) {
-                None | Some(ParamValue::Null) => {}
-                Some(v) => match v.as_list() {
-                    Some(elements) => self.list = Some((state, elements.iter())),
-                    None => return Some((state, v)),
-                },
-            }
-        }
-    }
-}
-
 /// Pairs counted without allocating; a call with more distinct pairs counts the rest in a map.
 const INLINE_PAIRS: usize = 16;
 
@@ -121,8 +65,7 @@ const INLINE_PAIRS: usize = 16;
 /// pacing slot a charge opened stays open). Pairs are told apart by rule, value kind and value hash
 /// (a number's hash is its value within its kind, so an integer and a float can share one).
 fn first_refused<'r, 's, 'a>(
-    rules: &'r Rules,
-    args: &'s [ParamValue<'a>],
+    mut units: Units<'r, 's, 'a>,
     scope: u32,
     now: u64,
     acquire: u32,
@@ -130,7 +73,7 @@ fn first_refused<'r, 's, 'a>(
     let mut inline = [((0usize, 0u64, 0u8), 0u32); INLINE_PAIRS];
     let mut len = 0;
     let mut more: Option<FxHashMap<(usize, u64, u8), u32>> = None;
-    Units::new(rules, args).find(|(state, value)| {
+    units.find(|(state, value)| {
         let times = match state.value_hash(scope, value) {
             None => 1,
             Some(hash) => {
@@ -207,35 +150,45 @@ impl Slot for ParamFlowSlot {
             return Ok(());
         };
         let (scope, now, acquire) = (cx.resource.id, cx.now_nanos, cx.count);
-        let mut units = Units::new(rules, args);
-        let Some((state, value)) = units.next() else {
-            return Ok(());
-        };
-        let wait = if units.next().is_none() {
-            match state.acquire(scope, value, now, acquire) {
-                Verdict::Pass(wait) => wait,
-                Verdict::Block => return Err(block(cx, state, value)),
+        let asked = if rules.iter().any(|s| s.cluster.is_some()) {
+            match cluster::ask(cx, rules, args) {
+                Ok(asked) => Some(asked),
+                Err((state, value)) => return Err(block(cx, state, value)),
             }
         } else {
-            if let Some((state, value)) = first_refused(rules, args, scope, now, acquire) {
-                return Err(block(cx, state, value));
-            }
-            let mut longest = 0;
-            for (charged, (state, value)) in Units::new(rules, args).enumerate() {
-                match state.acquire(scope, value, now, acquire) {
-                    Verdict::Pass(wait) => longest = longest.max(wait),
-                    Verdict::Block => {
-                        for (s, v) in Units::new(rules, args).take(charged) {
-                            s.refund(scope, v, acquire);
+            None
+        };
+        let fell_back = asked.as_ref().map(|a| a.fell_back.as_slice());
+        let local = || Units::local(rules, args, fell_back);
+        let mut units = local();
+        let wait = match (units.next(), units.next()) {
+            (None, _) => 0,
+            (Some((state, value)), None) => match state.acquire(scope, value, now, acquire) {
+                Verdict::Pass(wait) => wait,
+                Verdict::Block => return Err(block(cx, state, value)),
+            },
+            (Some(_), Some(_)) => {
+                if let Some((state, value)) = first_refused(local(), scope, now, acquire) {
+                    return Err(block(cx, state, value));
+                }
+                let mut longest = 0;
+                for (charged, (state, value)) in local().enumerate() {
+                    match state.acquire(scope, value, now, acquire) {
+                        Verdict::Pass(wait) => longest = longest.max(wait),
+                        Verdict::Block => {
+                            for (s, v) in local().take(charged) {
+                                s.refund(scope, v, acquire);
+                            }
+                            return Err(block(cx, state, value));
                         }
-                        return Err(block(cx, state, value));
                     }
                 }
+                longest
             }
-            longest
         };
-        if wait > 0 {
-            cx.add_wait(Duration::from_nanos(wait));
+        let wait = Duration::from_nanos(wait).max(asked.map_or(Duration::ZERO, |a| a.wait));
+        if !wait.is_zero() {
+            cx.add_wait(wait);
         }
         if rules.iter().any(|s| s.is_thread()) {
             cx.keep_until_exit(snapshot.generation);
@@ -279,22 +232,6 @@ impl Slot for ParamFlowSlot {
 mod tests {
     use super::*;
 
-    #[test]
-    fn negative_indexes_count_from_the_end_of_each_call() {
-        let two = [ParamValue::from("a"), ParamValue::from("b")];
-        let three = [
-            ParamValue::from(1),
-            ParamValue::from(2),
-            ParamValue::from(3),
-        ];
-        assert_eq!(argument(&two, -1), Some(&two[1]));
-        assert_eq!(argument(&three, -1), Some(&three[2]));
-        assert_eq!(argument(&two, -2), Some(&two[0]));
-        assert_eq!(argument(&two, -3), None);
-        assert_eq!(argument(&two, 2), None);
-        assert_eq!(argument(&two, i32::MIN), None);
-        assert_eq!(argument(&[], -1), None);
-    }
     #[test]
     fn an_integer_and_a_float_with_one_hash_are_two_values() {
         use crate::param::unmix;
