@@ -1,7 +1,8 @@
 //! Cluster rules counted in a real Redis: several engines share one limit, average-local limits
 //! follow the instances, a Redis that stops or never answers makes rules fall back locally without
-//! stalling a caller, a Redis Cluster keeps each rule's keys in one slot, and token servers that
-//! count in one Redis grant one limit to their clients.
+//! stalling a caller, a Redis Cluster keeps each rule's keys in one slot, hot-parameter rules
+//! count each value once across engines, and token servers that count in one Redis grant one
+//! limit to their clients (and share each value's window with engines on that Redis).
 //!
 //! The tests run on a current-thread runtime that they drive only where they `await`: a fetch
 //! the service starts in the background runs then, so what an entry is answered is decided by the
@@ -18,10 +19,12 @@ use floodgate_cluster::lease::{FetchError, WindowTerms};
 use floodgate_cluster::protocol::Param;
 use floodgate_cluster::redis::{RedisConfig, RedisCounter, RedisTokenService};
 use floodgate_cluster::server::{Counting, LocalTokenService, TokenServer, TransportConfig};
-use floodgate_core::ParamFlowRule;
 use floodgate_core::cluster::TokenStatus;
 use floodgate_core::cluster::{ThresholdType, TokenRequest};
-use floodgate_core::{ClusterFlowConfig, Floodgate, FlowRule, ManualClock};
+use floodgate_core::{
+    ClusterFlowConfig, Floodgate, FlowRule, ManualClock, ParamFlowClusterConfig, ParamFlowItem,
+    ParamFlowRule, ParamValue,
+};
 use redis_server::RedisServer;
 
 const T0: u64 = 1_700_000_000_000;
@@ -67,18 +70,26 @@ fn engine(service: &Arc<RedisTokenService>, rule: FlowRule) -> Floodgate {
 /// Enters `fg` until Redis grants no more, fetching first (an instance that has not heard from
 /// Redis checks the rule locally) and whenever the lease runs dry; returns the entries admitted.
 async fn admit_all(fg: &Floodgate, service: &RedisTokenService, request: &TokenRequest<'_>) -> u32 {
+    admit_all_with(service, request, || fg.entry("GET:/orders").enter().is_ok()).await
+}
+
+/// [`admit_all`] for the entries `enter` makes (true: admitted).
+async fn admit_all_with(
+    service: &RedisTokenService,
+    request: &TokenRequest<'_>,
+    enter: impl Fn() -> bool,
+) -> u32 {
     service.prefetch(request).await.unwrap();
     let mut admitted = 0;
     let mut window_full = false;
     loop {
-        match fg.entry("GET:/orders").enter() {
-            Ok(entry) => {
-                drop(entry);
-                admitted += 1;
-            }
+        if enter() {
+            admitted += 1;
+        } else if window_full {
             // The lease is empty and Redis granted nothing at the last fetch.
-            Err(_) if window_full => return admitted,
-            Err(_) => window_full = service.prefetch(request).await.unwrap().granted == 0,
+            return admitted;
+        } else {
+            window_full = service.prefetch(request).await.unwrap().granted == 0;
         }
     }
 }
@@ -357,6 +368,20 @@ async fn a_sliding_window_frees_its_oldest_bucket_first() {
     );
 }
 
+/// A GLOBAL hot-parameter rule on argument 0 of `GET:/orders`: `count` per value in the window.
+fn cluster_param_rule(flow_id: i64, count: f64) -> ParamFlowRule {
+    let mut rule = ParamFlowRule::new("GET:/orders", 0, count);
+    rule.cluster_mode = true;
+    rule.cluster_config = Some(ParamFlowClusterConfig {
+        flow_id,
+        threshold_type: 1,
+        sample_count: 1,
+        window_interval_ms: WINDOW_MS as i32,
+        ..Default::default()
+    });
+    rule
+}
+
 /// A token server counting in `redis`, serving namespace `app` one GLOBAL flow rule (flow id 21,
 /// count 5) and one GLOBAL hot-parameter rule (flow id 22, 2 per value).
 async fn redis_token_server(redis: &RedisServer) -> TokenServer {
@@ -364,15 +389,7 @@ async fn redis_token_server(redis: &RedisServer) -> TokenServer {
     service
         .load_flow_rules("app", vec![cluster_rule(21, 5.0, 1)])
         .unwrap();
-    let mut param_rule = ParamFlowRule::new("GET:/orders", 0, 2.0);
-    param_rule.cluster_mode = true;
-    param_rule.cluster_config = Some(floodgate_core::ParamFlowClusterConfig {
-        flow_id: 22,
-        threshold_type: 1,
-        sample_count: 1,
-        window_interval_ms: WINDOW_MS as i32,
-        ..Default::default()
-    });
+    let param_rule = cluster_param_rule(22, 2.0);
     service.load_param_rules("app", vec![param_rule]).unwrap();
     let counter = RedisCounter::new(RedisConfig::new(redis.url())).unwrap();
     TokenServer::bind_counting(
@@ -455,5 +472,90 @@ async fn token_servers_counting_in_one_redis_grant_one_limit() {
     assert_eq!(
         moved.request_token(21, 1, false).await.status,
         TokenStatus::Fail
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn engines_sharing_a_hot_parameter_limit_admit_it_once_per_value() {
+    let redis = RedisServer::start();
+    let (a, b) = (service(&redis, "a"), service(&redis, "b"));
+    let rule = cluster_param_rule(23, 3.0).item(ParamFlowItem::string("vip", 5));
+    let engines: Vec<Floodgate> = [&a, &b]
+        .iter()
+        .map(|service| {
+            let fg = Floodgate::builder()
+                .clock(ManualClock::new(T0))
+                .token_service(Arc::clone(service))
+                .build();
+            fg.load_param_flow_rules([rule.clone()]).unwrap();
+            fg
+        })
+        .collect();
+    for (value, limit) in [("alice", 3), ("vip", 5), ("bob", 3)] {
+        let values = [ParamValue::from(value)];
+        let mut request = request(23, f64::from(limit), ThresholdType::Global);
+        request.params = &values;
+        let mut admitted = 0;
+        for (fg, service) in engines.iter().zip([&a, &b]) {
+            admitted += admit_all_with(service, &request, || {
+                fg.entry("GET:/orders").args([value]).enter().is_ok()
+            })
+            .await;
+        }
+        assert_eq!(
+            admitted, limit,
+            "{value}: its limit in total, not per engine"
+        );
+    }
+    for fg in &engines {
+        assert_eq!(
+            fg.stats().cluster_fallbacks,
+            0,
+            "every value was decided by Redis"
+        );
+    }
+    assert_eq!(a.leases(), 3, "one lease per value");
+    let mut connection = redis.connection();
+    let alice: Vec<(u64, u32)> = redis::cmd("HGETALL")
+        .arg("floodgate:{23}:value:s:alice")
+        .query(&mut connection)
+        .unwrap();
+    assert_eq!(alice.iter().map(|(_, n)| n).sum::<u32>(), 3);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_engine_and_a_token_server_on_one_redis_share_a_values_window() {
+    let redis = RedisServer::start();
+    let server = redis_token_server(&redis).await;
+    let client = token_client(&server).await;
+    let service = service(&redis, "engine");
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(T0))
+        .token_service(Arc::clone(&service))
+        .build();
+    fg.load_param_flow_rules([cluster_param_rule(22, 2.0)])
+        .unwrap();
+    let values = [ParamValue::from("alice")];
+    let mut request = request(22, 2.0, ThresholdType::Global);
+    request.params = &values;
+    let admitted = admit_all_with(&service, &request, || {
+        fg.entry("GET:/orders").args(["alice"]).enter().is_ok()
+    })
+    .await;
+    assert_eq!(admitted, 2);
+    assert_eq!(
+        client
+            .request_param_token(22, 1, vec![Param::Str("alice".into())])
+            .await
+            .status,
+        TokenStatus::Blocked,
+        "the engine took alice's two"
+    );
+    assert_eq!(
+        client
+            .request_param_token(22, 1, vec![Param::Str("bob".into())])
+            .await
+            .status,
+        TokenStatus::Ok
     );
 }

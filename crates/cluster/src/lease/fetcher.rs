@@ -5,6 +5,8 @@ use std::time::Duration;
 use floodgate_core::cluster::{ThresholdType, TokenStatus};
 use thiserror::Error;
 
+use crate::protocol::Param;
+
 /// The window a cluster rule counts in, and its threshold.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct WindowTerms {
@@ -61,20 +63,26 @@ pub enum FetchError {
     /// namespace is over its `maxAllowedQps`).
     #[error("the token server answered {0:?}")]
     Refused(TokenStatus),
-    /// The service already keeps leases for its most rules.
+    /// The service already keeps its most leases.
     #[error(
-        "leases are kept for at most {} cluster rules",
-        super::service::MAX_RULES
+        "leases are kept for at most {} cluster rules and hot-parameter values",
+        super::service::MAX_LEASES
     )]
-    TooManyRules,
+    TooManyLeases,
+    /// The request names no window a lease can take from: a hot-parameter request with other than
+    /// one countable value.
+    #[error("a lease is for one rule, or one value of a hot-parameter rule")]
+    NotOneValue,
 }
 
 /// A source of cluster rules' tokens for a [`LeasedTokenService`](super::LeasedTokenService).
 pub trait Fetcher: Send + Sync + std::fmt::Debug + 'static {
-    /// Takes up to `want` tokens of the rule's window.
+    /// Takes up to `want` tokens of the rule's window; with `value`, of that argument value's
+    /// window of a hot-parameter rule (`terms.count` is then the value's threshold).
     fn fetch(
         &self,
         terms: &WindowTerms,
+        value: Option<&Param>,
         want: u32,
     ) -> impl Future<Output = Result<Grant, FetchError>> + Send;
 

@@ -11,5 +11,5 @@ mod token_client;
 mod tokens;
 
 pub use fetcher::{FetchError, Fetcher, Grant, WindowTerms};
-pub use service::{LeaseConfig, LeaseStats, LeasedTokenService, MAX_RULES};
+pub use service::{IDLE_VALUE_AFTER, LeaseConfig, LeaseStats, LeasedTokenService, MAX_LEASES};
 pub use token_client::{RemoteTokenService, ServerFetcher};

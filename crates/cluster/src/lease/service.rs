@@ -1,10 +1,12 @@
 //! The engine's token service over a [`Fetcher`]: answers from leases, fetches in the background.
 //!
 //! [`LeasedTokenService::request_token`] never waits: it takes tokens from the rule's
-//! [lease](super::tokens) and, when the lease runs low, starts a fetch on the Tokio runtime the
-//! service was started on. A background task refreshes this instance's membership of every rule it
-//! asked for, so an average-local rule counts it while it runs, and
-//! [`LeasedTokenService::shutdown`] takes it out.
+//! [lease](super::tokens) (a hot-parameter rule has one lease per argument value, each from its
+//! value's window) and, when the lease runs low, starts a fetch on the Tokio runtime the service
+//! was started on. A background task refreshes this instance's membership of every rule it asked
+//! for, so an average-local rule counts it while it runs, and drops the leases of values not asked
+//! for in [`IDLE_VALUE_AFTER`]; [`LeasedTokenService::shutdown`] takes this instance out of the
+//! members.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,9 +20,39 @@ use tokio::task::JoinHandle;
 
 use super::fetcher::{FetchError, Fetcher, Grant};
 use super::tokens::{Lease, Taken};
+use crate::protocol::Param;
 
-/// The most cluster rules one service keeps leases for; a rule past them is checked locally.
-pub const MAX_RULES: usize = 10_000;
+/// The most leases one service keeps (one per cluster flow rule, one per value of a cluster
+/// hot-parameter rule); a request past them is checked locally.
+pub const MAX_LEASES: usize = 10_000;
+
+/// How long a value's lease is kept with nothing asked of it.
+pub const IDLE_VALUE_AFTER: Duration = Duration::from_secs(10);
+
+/// A lease's key: the rule's flow id, and for a hot-parameter rule the value's window key
+/// ([`Param::window_key`]).
+type LeaseKey = (i64, Option<String>);
+
+/// The lease key of `request` and its value; `None` for a hot-parameter request with other than
+/// one countable value.
+fn key_of(request: &TokenRequest<'_>) -> Option<(LeaseKey, Option<Param>)> {
+    match request.params {
+        [] => Some(((request.flow_id, None), None)),
+        [value] => {
+            let param = Param::of(value)?;
+            Some(((request.flow_id, Some(param.window_key())), Some(param)))
+        }
+        _ => None,
+    }
+}
+
+/// The distinct flow ids of `leases`, in order.
+fn flow_ids_of(leases: &HashMap<LeaseKey, Arc<Lease>>) -> Vec<i64> {
+    let mut ids: Vec<i64> = leases.keys().map(|(id, _)| *id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
 
 /// How a [`LeasedTokenService`] fetches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,7 +120,7 @@ fn add(counter: &AtomicU64, n: u64) {
 struct Shared<F> {
     fetcher: F,
     config: LeaseConfig,
-    leases: ArcSwap<HashMap<i64, Arc<Lease>>>,
+    leases: ArcSwap<HashMap<LeaseKey, Arc<Lease>>>,
     runtime: Handle,
     started: Instant,
     counts: Counts,
@@ -100,21 +132,44 @@ impl<F: Fetcher> Shared<F> {
         u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX) + 1
     }
 
-    /// The lease of `request`'s rule, made at its first request; `None` past [`MAX_RULES`].
-    fn lease(&self, request: &TokenRequest<'_>) -> Option<Arc<Lease>> {
-        if let Some(lease) = self.leases.load().get(&request.flow_id) {
+    /// The lease of `request`'s rule or value, made at its first request.
+    fn lease(&self, request: &TokenRequest<'_>) -> Result<Arc<Lease>, FetchError> {
+        let (key, value) = key_of(request).ok_or(FetchError::NotOneValue)?;
+        if let Some(lease) = self.leases.load().get(&key) {
             lease.note_terms(request);
-            return Some(Arc::clone(lease));
+            return Ok(Arc::clone(lease));
         }
         self.leases.rcu(|leases| {
-            if leases.contains_key(&request.flow_id) || leases.len() >= MAX_RULES {
+            if leases.contains_key(&key) || leases.len() >= MAX_LEASES {
                 return Arc::clone(leases);
             }
             let mut leases = HashMap::clone(leases);
-            leases.insert(request.flow_id, Arc::new(Lease::new(request)));
+            leases.insert(key.clone(), Arc::new(Lease::new(request, value.clone())));
             Arc::new(leases)
         });
-        self.leases.load().get(&request.flow_id).cloned()
+        self.leases
+            .load()
+            .get(&key)
+            .cloned()
+            .ok_or(FetchError::TooManyLeases)
+    }
+
+    /// Drops the leases of values nothing was asked of in the [`IDLE_VALUE_AFTER`] before `now`.
+    fn drop_idle_values(&self, now: u64) {
+        let idle = u64::try_from(IDLE_VALUE_AFTER.as_millis()).unwrap_or(u64::MAX);
+        let is_idle =
+            |(key, lease): (&LeaseKey, &Arc<Lease>)| key.1.is_some() && lease.idle(now, idle);
+        if !self.leases.load().iter().any(is_idle) {
+            return;
+        }
+        self.leases.rcu(|leases| {
+            let kept: HashMap<LeaseKey, Arc<Lease>> = leases
+                .iter()
+                .filter(|entry| !is_idle(*entry))
+                .map(|(key, lease)| (key.clone(), Arc::clone(lease)))
+                .collect();
+            Arc::new(kept)
+        });
     }
 
     /// Answers `request` from `lease`, and starts a fetch when the lease runs low.
@@ -169,7 +224,7 @@ impl<F: Fetcher> Shared<F> {
         let want = lease.want(started, ahead, acquire);
         let terms = lease.terms();
         add(&self.counts.fetches, 1);
-        let result = self.fetcher.fetch(&terms, want).await;
+        let result = self.fetcher.fetch(&terms, lease.value.as_ref(), want).await;
         let now = self.now_ms();
         match &result {
             Ok(grant) => {
@@ -227,9 +282,7 @@ impl<F: Fetcher> LeasedTokenService<F> {
     /// request timeout): for a warm start, so that the first entries are answered from the source
     /// rather than checked locally.
     pub async fn prefetch(&self, request: &TokenRequest<'_>) -> Result<Grant, FetchError> {
-        let Some(lease) = self.shared.lease(request) else {
-            return Err(FetchError::TooManyRules);
-        };
+        let lease = self.shared.lease(request)?;
         while !lease.start_fetch() {
             tokio::task::yield_now().await;
         }
@@ -239,14 +292,26 @@ impl<F: Fetcher> LeasedTokenService<F> {
     /// The members the source last reported for the rule `flow_id` (this instance included), if it
     /// was asked for.
     pub fn members(&self, flow_id: i64) -> Option<u32> {
-        self.shared.leases.load().get(&flow_id).map(|l| l.members())
+        let leases = self.shared.leases.load();
+        if let Some(lease) = leases.get(&(flow_id, None)) {
+            return Some(lease.members());
+        }
+        leases
+            .iter()
+            .filter(|((id, _), _)| *id == flow_id)
+            .map(|(_, lease)| lease.members())
+            .max()
     }
 
-    /// The flow ids of the cluster rules asked for so far, in order.
+    /// The flow ids of the cluster rules asked for so far (and not dropped as idle), in order.
     pub fn flow_ids(&self) -> Vec<i64> {
-        let mut ids: Vec<i64> = self.shared.leases.load().keys().copied().collect();
-        ids.sort_unstable();
-        ids
+        flow_ids_of(&self.shared.leases.load())
+    }
+
+    /// The leases kept now: one per cluster flow rule asked for, one per value of a hot-parameter
+    /// rule asked for within [`IDLE_VALUE_AFTER`].
+    pub fn leases(&self) -> usize {
+        self.shared.leases.load().len()
     }
 
     /// What the service has done since it started.
@@ -269,9 +334,8 @@ impl<F: Fetcher> LeasedTokenService<F> {
     /// average-local totals shrink at once rather than after the member time-to-live.
     pub async fn shutdown(self) {
         self.refresh.abort();
-        let leases = self.shared.leases.load_full();
-        for flow_id in leases.keys() {
-            if let Err(error) = self.shared.fetcher.leave(*flow_id).await {
+        for flow_id in flow_ids_of(&self.shared.leases.load()) {
+            if let Err(error) = self.shared.fetcher.leave(flow_id).await {
                 tracing::warn!(target: "floodgate::cluster", flow_id, %error, "leaving a rule's members failed");
             }
         }
@@ -284,19 +348,22 @@ impl<F> Drop for LeasedTokenService<F> {
     }
 }
 
+/// A hot-parameter request must name one value (the engine asks for each value apart); one that
+/// names several, or none the engine counts, is answered FAIL and checked locally.
 impl<F: Fetcher> TokenService for LeasedTokenService<F> {
     fn request_token(&self, request: &TokenRequest<'_>) -> TokenResult {
         let shared = &self.shared;
-        // The lease is borrowed from the map, not cloned: no shared count is written per entry.
-        let leases = shared.leases.load();
-        if let Some(lease) = leases.get(&request.flow_id) {
-            lease.note_terms(request);
-            return shared.answer(lease, request);
+        if request.params.is_empty() {
+            // The lease is borrowed from the map, not cloned: no shared count is written per entry.
+            let leases = shared.leases.load();
+            if let Some(lease) = leases.get(&(request.flow_id, None)) {
+                lease.note_terms(request);
+                return shared.answer(lease, request);
+            }
         }
-        drop(leases);
         match shared.lease(request) {
-            Some(lease) => shared.answer(&lease, request),
-            None => {
+            Ok(lease) => shared.answer(&lease, request),
+            Err(_) => {
                 add(&shared.counts.failed, 1);
                 TokenResult::of(TokenStatus::Fail)
             }
@@ -304,8 +371,8 @@ impl<F: Fetcher> TokenService for LeasedTokenService<F> {
     }
 }
 
-/// Refreshes this instance's membership of every rule it asked for, as often as the config says,
-/// until the service is dropped.
+/// Refreshes this instance's membership of every rule it asked for, and drops idle values' leases,
+/// as often as the config says, until the service is dropped.
 async fn refresh_memberships<F: Fetcher>(shared: std::sync::Weak<Shared<F>>) {
     let every = match shared.upgrade() {
         Some(shared) => shared.config.refresh_every,
@@ -318,11 +385,88 @@ async fn refresh_memberships<F: Fetcher>(shared: std::sync::Weak<Shared<F>>) {
         let Some(shared) = shared.upgrade() else {
             return;
         };
-        let leases = shared.leases.load_full();
-        for flow_id in leases.keys() {
-            if let Err(error) = shared.fetcher.refresh(*flow_id).await {
+        shared.drop_idle_values(shared.now_ms());
+        for flow_id in flow_ids_of(&shared.leases.load()) {
+            if let Err(error) = shared.fetcher.refresh(flow_id).await {
                 tracing::debug!(target: "floodgate::cluster", flow_id, %error, "refreshing a membership failed");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use floodgate_core::ParamValue;
+
+    use super::*;
+    use crate::lease::WindowTerms;
+
+    /// Grants every fetch whole.
+    #[derive(Debug)]
+    struct Granting;
+
+    impl Fetcher for Granting {
+        async fn fetch(
+            &self,
+            _terms: &WindowTerms,
+            _value: Option<&Param>,
+            want: u32,
+        ) -> Result<Grant, FetchError> {
+            Ok(Grant {
+                granted: want,
+                remaining: 0,
+                free_in_ms: 0,
+                members: 1,
+            })
+        }
+
+        fn calls(&self) -> u64 {
+            0
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_leases_of_idle_values_are_dropped_and_the_rest_kept() {
+        let service =
+            LeasedTokenService::start_with(Granting, LeaseConfig::default(), &Handle::current());
+        let (alice, bob) = ([ParamValue::from("alice")], [ParamValue::from("bob")]);
+        let flow = TokenRequest::new(7, 1, "r", 100.0);
+        let mut asks_alice = TokenRequest::new(8, 1, "r", 100.0);
+        asks_alice.params = &alice;
+        let mut asks_bob = asks_alice.clone();
+        asks_bob.params = &bob;
+        for request in [&flow, &asks_alice, &asks_bob] {
+            service.prefetch(request).await.unwrap();
+        }
+        assert_eq!(service.leases(), 3);
+        assert_eq!(
+            service.request_token(&asks_alice).status,
+            TokenStatus::Ok,
+            "alice is asked for again"
+        );
+        let idle = u64::try_from(IDLE_VALUE_AFTER.as_millis()).unwrap();
+        service
+            .shared
+            .drop_idle_values(service.shared.now_ms() + idle);
+        assert_eq!(service.leases(), 2, "bob's lease is dropped");
+        assert_eq!(service.flow_ids(), [7, 8]);
+        // A value asked for again gets a lease again (checked locally until it is fetched).
+        assert_eq!(service.request_token(&asks_bob).status, TokenStatus::Fail);
+        assert_eq!(service.leases(), 3);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_request_with_several_values_is_checked_locally() {
+        let service =
+            LeasedTokenService::start_with(Granting, LeaseConfig::default(), &Handle::current());
+        let values = [ParamValue::from("a"), ParamValue::from("b")];
+        let mut request = TokenRequest::new(8, 1, "r", 100.0);
+        request.params = &values;
+        assert_eq!(service.request_token(&request).status, TokenStatus::Fail);
+        assert!(matches!(
+            service.prefetch(&request).await,
+            Err(FetchError::NotOneValue)
+        ));
+        assert_eq!((service.leases(), service.stats().failed), (0, 1));
     }
 }

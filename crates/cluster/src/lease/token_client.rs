@@ -1,6 +1,7 @@
 //! Tokens fetched from a token server (Floodgate's or Sentinel's Java one) over its protocol.
 //!
-//! A fetch asks for its tokens in one flow request (`acquireCount` = the tokens wanted). A server
+//! A fetch asks for its tokens in one flow request (`acquireCount` = the tokens wanted), or for a
+//! hot-parameter rule's value in one param-flow request with that value alone. A server
 //! grants all of them or none, so a fetch for several that is BLOCKED asks once more for one: the
 //! window may still hold fewer than were asked for. BLOCKED for one token leaves the rule blocked
 //! for one bucket of its window. Any other answer (FAIL, which the client also answers when it is
@@ -15,6 +16,7 @@ use tokio::runtime::Handle;
 use super::fetcher::{FetchError, Fetcher, Grant, WindowTerms};
 use super::service::{LeaseConfig, LeasedTokenService};
 use crate::client::{ClientConfig, TokenClient};
+use crate::protocol::Param;
 
 /// A [`TokenClient`] as a lease's source.
 #[derive(Debug)]
@@ -29,20 +31,33 @@ impl ServerFetcher {
         &self.client
     }
 
-    async fn ask(&self, flow_id: i64, want: u32) -> TokenResult {
+    async fn ask(&self, flow_id: i64, value: Option<&Param>, want: u32) -> TokenResult {
         self.calls.fetch_add(1, Ordering::Relaxed);
         let acquire = i32::try_from(want).unwrap_or(i32::MAX);
-        self.client.request_token(flow_id, acquire, false).await
+        match value {
+            None => self.client.request_token(flow_id, acquire, false).await,
+            Some(value) => {
+                let params = vec![value.clone()];
+                self.client
+                    .request_param_token(flow_id, acquire, params)
+                    .await
+            }
+        }
     }
 }
 
 impl Fetcher for ServerFetcher {
-    async fn fetch(&self, terms: &WindowTerms, want: u32) -> Result<Grant, FetchError> {
+    async fn fetch(
+        &self,
+        terms: &WindowTerms,
+        value: Option<&Param>,
+        want: u32,
+    ) -> Result<Grant, FetchError> {
         let mut asked = want;
-        let mut answer = self.ask(terms.flow_id, asked).await;
+        let mut answer = self.ask(terms.flow_id, value, asked).await;
         if answer.status == TokenStatus::Blocked && asked > 1 {
             asked = 1;
-            answer = self.ask(terms.flow_id, asked).await;
+            answer = self.ask(terms.flow_id, value, asked).await;
         }
         let members = self
             .client

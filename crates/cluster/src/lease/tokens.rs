@@ -1,5 +1,6 @@
-//! One cluster rule's tokens held by this instance: fetched from their source (Redis, a token
-//! server) ahead of demand, handed out from memory.
+//! One cluster rule's tokens (or one argument value's of a hot-parameter rule) held by this
+//! instance: fetched from their source (Redis, a token server) ahead of demand, handed out from
+//! memory.
 //!
 //! A lease holds tokens the source granted and counted in its window. They are handed out until they
 //! run out or until one bucket of the rule's window has passed since the grant (so a token is used
@@ -22,6 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 use floodgate_core::cluster::{ThresholdType, TokenRequest};
 
 use super::fetcher::{Grant, WindowTerms};
+use crate::protocol::Param;
 
 /// What a lease says about one entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +42,8 @@ pub(crate) enum Taken {
 #[derive(Debug)]
 pub(crate) struct Lease {
     pub(crate) flow_id: i64,
+    /// For a hot-parameter rule, the argument value whose window the tokens come from.
+    pub(crate) value: Option<Param>,
     count_bits: AtomicU64,
     global: AtomicBool,
     sample_count: AtomicU32,
@@ -67,9 +71,11 @@ pub(crate) struct Lease {
 }
 
 impl Lease {
-    pub(crate) fn new(request: &TokenRequest<'_>) -> Self {
+    /// The lease of `request`'s rule, or with `value` of that value of it.
+    pub(crate) fn new(request: &TokenRequest<'_>, value: Option<Param>) -> Self {
         let lease = Lease {
             flow_id: request.flow_id,
+            value,
             count_bits: AtomicU64::new(0),
             global: AtomicBool::new(false),
             sample_count: AtomicU32::new(1),
@@ -232,6 +238,14 @@ impl Lease {
     pub(crate) fn members(&self) -> u32 {
         self.members.load(Ordering::Relaxed)
     }
+
+    /// Whether nothing was asked of the lease since its last fetch started, and that was
+    /// `idle_ms` or more before `now`.
+    pub(crate) fn idle(&self, now: u64, idle_ms: u64) -> bool {
+        !self.fetching.load(Ordering::Relaxed)
+            && self.demand.load(Ordering::Relaxed) == 0
+            && now.saturating_sub(self.fetched_at.load(Ordering::Relaxed)) >= idle_ms
+    }
 }
 
 #[cfg(test)]
@@ -259,14 +273,14 @@ mod tests {
 
     #[test]
     fn a_lease_that_never_heard_from_redis_cannot_answer() {
-        let lease = Lease::new(&request(100.0));
+        let lease = Lease::new(&request(100.0), None);
         assert_eq!(lease.take(1, 10), Taken::Unknown);
         assert!(lease.wants_fetch(None, 10, 100));
     }
 
     #[test]
     fn granted_tokens_are_handed_out_within_one_bucket_then_a_fetch_is_a_miss() {
-        let lease = Lease::new(&request(100.0));
+        let lease = Lease::new(&request(100.0), None);
         assert!(lease.start_fetch());
         assert!(!lease.start_fetch(), "one fetch at a time");
         lease.granted(&grant(3, 0), 3, 10, 100);
@@ -281,7 +295,7 @@ mod tests {
 
     #[test]
     fn a_full_window_blocks_until_its_oldest_bucket_leaves() {
-        let lease = Lease::new(&request(100.0));
+        let lease = Lease::new(&request(100.0), None);
         lease.granted(&grant(0, 400), 10, 100, 100);
         assert_eq!(lease.take(1, 200), Taken::Full(500));
         assert!(!lease.wants_fetch(None, 200, 100));
@@ -291,7 +305,7 @@ mod tests {
 
     #[test]
     fn a_failed_fetch_falls_back_and_is_retried_after_the_retry_time() {
-        let lease = Lease::new(&request(100.0));
+        let lease = Lease::new(&request(100.0), None);
         lease.granted(&grant(1, 0), 1, 10, 100);
         lease.failed(20);
         assert_eq!(
@@ -306,7 +320,7 @@ mod tests {
 
     #[test]
     fn a_fetch_asks_for_the_recent_demand_within_a_bucket_share() {
-        let lease = Lease::new(&request(1000.0));
+        let lease = Lease::new(&request(1000.0), None);
         lease.want(0, 10, 1);
         for _ in 0..50 {
             lease.take(1, 5);
@@ -322,5 +336,16 @@ mod tests {
         assert_eq!(lease.want(40, 10, 1), 1);
         // Fetching nothing ahead asks for what the entry needs.
         assert_eq!(lease.want(50, 0, 3), 3);
+    }
+
+    #[test]
+    fn a_lease_is_idle_once_nothing_was_asked_since_a_fetch_long_enough_ago() {
+        let lease = Lease::new(&TokenRequest::new(7, 1, "r", 10.0), None);
+        lease.take(1, 5);
+        lease.want(10, 10, 1);
+        assert!(!lease.idle(500, 1000), "fetched 490 ms ago");
+        assert!(lease.idle(1010, 1000));
+        lease.take(1, 1010);
+        assert!(!lease.idle(5000, 1000), "asked since the fetch");
     }
 }

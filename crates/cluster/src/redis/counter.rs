@@ -21,6 +21,7 @@ use tokio::sync::OnceCell;
 
 use super::config::{RedisConfig, RedisConfigError};
 use crate::lease::{FetchError, Fetcher, Grant, WindowTerms};
+use crate::protocol::Param;
 
 /// The script that takes tokens (`acquire.lua`).
 const ACQUIRE: &str = include_str!("acquire.lua");
@@ -150,6 +151,22 @@ impl RedisCounter {
         self.take(terms, instance, &window, want, true).await
     }
 
+    /// Takes up to `want` tokens of one argument value's window of a hot-parameter rule (what is
+    /// free, when less is), and marks this instance a member of the rule.
+    pub async fn acquire_value(
+        &self,
+        terms: &WindowTerms,
+        value: &Param,
+        want: u32,
+    ) -> Result<Grant, FetchError> {
+        let window = [(
+            self.value_key(terms.flow_id, &value.window_key()),
+            terms.count,
+        )];
+        let instance = &self.config.instance;
+        self.take(terms, instance, &window, want, true).await
+    }
+
     /// Takes `want` tokens of the rule's window for `member`, or none when fewer are free (a
     /// token server asking for one of its clients: the client counts as the member).
     pub async fn acquire_all(
@@ -163,8 +180,8 @@ impl RedisCounter {
     }
 
     /// Takes `want` tokens of each argument value's window of a hot-parameter rule for `member`, or
-    /// none when one of them has fewer free. Each value is `(its text, its count)`: values of one
-    /// rule with the same text share a window.
+    /// none when one of them has fewer free. Each value is `(its window key, its count)`
+    /// ([`Param::window_key`]): values of one rule with the same key share a window.
     pub async fn acquire_values(
         &self,
         terms: &WindowTerms,
@@ -174,7 +191,7 @@ impl RedisCounter {
     ) -> Result<Grant, FetchError> {
         let windows: Vec<(String, f64)> = values
             .iter()
-            .map(|(value, count)| (self.key(terms.flow_id, &format!("value:{value}")), *count))
+            .map(|(value, count)| (self.value_key(terms.flow_id, value), *count))
             .collect();
         self.take(terms, member, &windows, want, false).await
     }
@@ -229,6 +246,11 @@ impl RedisCounter {
         format!("{}:{{{flow_id}}}:{part}", self.config.key_prefix)
     }
 
+    /// The key of the window of the value with window key `value` of the rule `flow_id`.
+    fn value_key(&self, flow_id: i64, value: &str) -> String {
+        self.key(flow_id, &format!("value:{value}"))
+    }
+
     fn member_ttl_ms(&self) -> u64 {
         u64::try_from(self.config.member_ttl.as_millis()).unwrap_or(u64::MAX)
     }
@@ -275,11 +297,19 @@ fn read_grant(reply: Value) -> Result<Grant, FetchError> {
     })
 }
 
-/// A lease's fetches take what is free, up to what they ask for; this instance is a member of
-/// every rule it asks for, refreshed in the background.
+/// A lease's fetches take what is free, up to what they ask for, from the rule's window or its
+/// value's; this instance is a member of every rule it asks for, refreshed in the background.
 impl Fetcher for RedisCounter {
-    async fn fetch(&self, terms: &WindowTerms, want: u32) -> Result<Grant, FetchError> {
-        self.acquire(terms, want).await
+    async fn fetch(
+        &self,
+        terms: &WindowTerms,
+        value: Option<&Param>,
+        want: u32,
+    ) -> Result<Grant, FetchError> {
+        match value {
+            None => self.acquire(terms, want).await,
+            Some(value) => self.acquire_value(terms, value, want).await,
+        }
     }
 
     async fn refresh(&self, flow_id: i64) -> Result<(), FetchError> {

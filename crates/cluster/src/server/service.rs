@@ -723,11 +723,24 @@ fn window_terms<R: ServedRule>(served: &Served<R>, count: f64) -> crate::lease::
 }
 
 /// An application that serves its cluster's tokens itself (Sentinel's embedded server) asks this
-/// service in process: `Floodgate::builder().token_service(Arc::clone(&service))`. Flow rules only;
-/// the engine's hot-parameter rules in cluster mode are checked locally.
+/// service in process: `Floodgate::builder().token_service(Arc::clone(&service))`. A request with
+/// values is a hot-parameter request for them (a value the wire cannot carry, a `Null` or a list, is
+/// refused as a bad request, and the engine checks it locally).
 impl floodgate_core::cluster::TokenService for LocalTokenService {
     fn request_token(&self, request: &floodgate_core::cluster::TokenRequest<'_>) -> TokenResult {
         let acquire = i32::try_from(request.acquire).unwrap_or(i32::MAX);
-        LocalTokenService::request_token(self, request.flow_id, acquire, request.prioritized)
+        if request.params.is_empty() {
+            return LocalTokenService::request_token(
+                self,
+                request.flow_id,
+                acquire,
+                request.prioritized,
+            );
+        }
+        let params: Option<Vec<Param>> = request.params.iter().map(Param::of).collect();
+        match params {
+            Some(params) => self.request_param_token(request.flow_id, acquire, &params),
+            None => TokenResult::of(TokenStatus::BadRequest),
+        }
     }
 }
