@@ -8,12 +8,14 @@
 //! the service starts in the background runs then, so what an entry is answered is decided by the
 //! test, not by a race with the fetch.
 
+mod admit;
 mod redis_server;
 
 use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::Duration;
 
+use admit::admit_all_with;
 use floodgate_cluster::client::{ClientConfig, TokenClient};
 use floodgate_cluster::lease::{FetchError, WindowTerms};
 use floodgate_cluster::protocol::Param;
@@ -71,27 +73,6 @@ fn engine(service: &Arc<RedisTokenService>, rule: FlowRule) -> Floodgate {
 /// Redis checks the rule locally) and whenever the lease runs dry; returns the entries admitted.
 async fn admit_all(fg: &Floodgate, service: &RedisTokenService, request: &TokenRequest<'_>) -> u32 {
     admit_all_with(service, request, || fg.entry("GET:/orders").enter().is_ok()).await
-}
-
-/// [`admit_all`] for the entries `enter` makes (true: admitted).
-async fn admit_all_with(
-    service: &RedisTokenService,
-    request: &TokenRequest<'_>,
-    enter: impl Fn() -> bool,
-) -> u32 {
-    service.prefetch(request).await.unwrap();
-    let mut admitted = 0;
-    let mut window_full = false;
-    loop {
-        if enter() {
-            admitted += 1;
-        } else if window_full {
-            // The lease is empty and Redis granted nothing at the last fetch.
-            return admitted;
-        } else {
-            window_full = service.prefetch(request).await.unwrap().granted == 0;
-        }
-    }
 }
 
 #[tokio::test(flavor = "current_thread")]

@@ -1,9 +1,12 @@
 //! An engine's cluster rules through a token server: tokens fetched ahead over Sentinel's
 //! protocol, one limit for every engine asking the server, and local checks while it is gone.
 
+mod admit;
+
 use std::sync::Arc;
 use std::time::Duration;
 
+use admit::admit_all_with;
 use floodgate_cluster::client::ClientConfig;
 use floodgate_cluster::lease::{FetchError, Fetcher, LeaseConfig, RemoteTokenService, WindowTerms};
 use floodgate_cluster::server::{LocalTokenService, TokenServer, TransportConfig};
@@ -92,27 +95,6 @@ async fn admit_all(fg: &Floodgate, service: &RemoteTokenService) -> u32 {
         fg.entry("GET:/orders").enter().is_ok()
     })
     .await
-}
-
-/// [`admit_all`] for the entries `enter` makes (true: admitted), fetching as `request`.
-async fn admit_all_with(
-    service: &RemoteTokenService,
-    request: &TokenRequest<'_>,
-    enter: impl Fn() -> bool,
-) -> u32 {
-    service.prefetch(request).await.unwrap();
-    let mut admitted = 0;
-    let mut window_full = false;
-    loop {
-        if enter() {
-            admitted += 1;
-        } else if window_full {
-            return admitted;
-        } else {
-            // A fetch the failed entry started may have come back with a token before this one.
-            window_full = service.prefetch(request).await.unwrap().granted == 0;
-        }
-    }
 }
 
 #[tokio::test(flavor = "current_thread")]
