@@ -22,7 +22,7 @@ use fantoccini::{ClientBuilder, Locator};
 use floodgate::transport::Agent;
 use floodgate::{EntryType, Floodgate};
 use serde_json::{Value, json};
-use support::{ADMIN_PASSWORD, Client, PATIENCE, Running, config, free_port};
+use support::{ADMIN_PASSWORD, Client, PATIENCE, Running, config};
 
 /// A resource name that would run as script if a page did not escape it.
 const XSS: &str = "<script>alert(1)</script>";
@@ -97,42 +97,49 @@ struct Driver {
 }
 
 impl Driver {
+    /// Starts chromedriver on a port it picks itself (`--port=0`) and reads the port from the line
+    /// it prints once it listens: a port picked here could be taken by another test's server or
+    /// driver before chromedriver binds it (`a_flow_rule_made_in_the_form_blocks_traffic` once
+    /// talked to another test's driver, which then went away).
     async fn start(binary: &Path) -> Driver {
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            let port = free_port();
-            let mut command = Command::new(binary);
-            command
-                .arg(format!("--port={port}"))
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null());
-            #[cfg(unix)]
-            std::os::unix::process::CommandExt::process_group(&mut command, 0);
-            let child = command
-                .spawn()
-                .unwrap_or_else(|e| panic!("{} does not start: {e}", binary.display()));
-            let mut driver = Driver { child, port };
-            // It listens within a moment; if the port was taken meanwhile it exits, and another
-            // port is tried.
-            loop {
-                if TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port))).is_ok() {
-                    return driver;
+        let mut command = Command::new(binary);
+        command
+            .arg("--port=0")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let mut child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("{} does not start: {e}", binary.display()));
+        let stdout = child.stdout.take().expect("chromedriver's output");
+        let (port_tx, port_rx) = std::sync::mpsc::channel();
+        // Reads the port, then drains the output until chromedriver exits, so that it never
+        // blocks on a full pipe.
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Some(port) = line
+                    .split("started successfully on port ")
+                    .nth(1)
+                    .and_then(|rest| rest.trim_end_matches('.').trim().parse::<u16>().ok())
+                {
+                    let _ = port_tx.send(port);
                 }
-                if let Ok(Some(status)) = driver.child.try_wait() {
-                    assert!(
-                        Instant::now() < deadline,
-                        "chromedriver exits at start: {status}"
-                    );
-                    break;
-                }
-                assert!(
-                    Instant::now() < deadline,
-                    "chromedriver does not listen on port {port}"
-                );
-                tokio::time::sleep(Duration::from_millis(20)).await;
             }
-        }
+        });
+        let port = tokio::task::spawn_blocking(move || port_rx.recv_timeout(PATIENCE))
+            .await
+            .expect("the port reader")
+            .unwrap_or_else(|_| panic!("chromedriver does not say it listens"));
+        let driver = Driver { child, port };
+        assert!(
+            TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port))).is_ok(),
+            "chromedriver does not listen on port {port}"
+        );
+        driver
     }
 
     fn url(&self) -> String {
