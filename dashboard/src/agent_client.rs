@@ -164,17 +164,21 @@ impl AgentClient {
                 .await?
             }
         };
-        let trimmed = answer.trim();
-        // A Floodgate agent follows `success` with one `warning: …` line per field it ignored.
-        let first_line = trimmed.lines().next().unwrap_or("").trim();
-        if first_line.eq_ignore_ascii_case("success") || first_line.starts_with("partial success") {
-            Ok(trimmed.to_owned())
-        } else {
-            Err(CallError::Status {
-                status: 200,
-                body: excerpt(trimmed),
-            })
-        }
+        succeeded(&answer)
+    }
+
+    /// `POST /command` with `params` as a form body, for a command that changes the machine's state
+    /// and answers `success` (`setClusterMode`, `cluster/client/modifyConfig`, …); any other
+    /// answer is an error. A `data` parameter must already survive double decoding
+    /// ([`survive_double_decoding`]).
+    pub async fn change(
+        &self,
+        target: &Target,
+        command: &str,
+        params: &[(&str, &str)],
+    ) -> Result<String, CallError> {
+        let answer = self.post_form(target, command, params).await?;
+        succeeded(&answer)
     }
 
     /// The metric lines of the seconds in `[start, end]` (ms).
@@ -228,6 +232,22 @@ pub fn survive_double_decoding(json: &str) -> String {
         }
     }
     out
+}
+
+/// `answer` when it says `success` (or Sentinel's `partial success`, when only a data source could
+/// not be written), alone or followed by lines of warnings (a Floodgate agent adds one `warning: …`
+/// line per field it ignored); else an error with its excerpt.
+fn succeeded(answer: &str) -> Result<String, CallError> {
+    let trimmed = answer.trim();
+    let first_line = trimmed.lines().next().unwrap_or("").trim();
+    if first_line.eq_ignore_ascii_case("success") || first_line.starts_with("partial success") {
+        Ok(trimmed.to_owned())
+    } else {
+        Err(CallError::Status {
+            status: 200,
+            body: excerpt(trimmed),
+        })
+    }
 }
 
 fn excerpt(s: &str) -> String {

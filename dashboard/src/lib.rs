@@ -40,7 +40,9 @@
 //!   machines, and asks each live machine its mode and backend (`getClusterMode`; a Java client, which
 //!   names no backend, by its mode), the token server a client asks (`cluster/client/fetchConfig`),
 //!   a token server's port, clients per namespace and figures (`cluster/server/info`, `metricList`),
-//!   or the Redis it counts in.
+//!   or the Redis it counts in. An editor makes a machine the app's token server there, or a client of
+//!   another machine's (`POST /api/apps/{app}/cluster/machines/{id}/server`, `…/client` with
+//!   `{"server": id}`), as Sentinel's dashboard assigns them.
 //! - **Users.** No default password: the first admin (`--admin-user`, default `admin`) gets
 //!   `FLOODGATE_ADMIN_PASSWORD` (or `--admin-password`), or a generated password printed once at the first
 //!   start. Roles viewer, editor, admin; server-side sessions in `HttpOnly`, `SameSite=Strict` cookies, rotated

@@ -869,3 +869,207 @@ async fn cluster_rules_are_saved_pushed_and_refused_through_the_forms() {
     assert_eq!(answer["field"], "clusterConfig.flowId", "{answer}");
     d.shutdown().await;
 }
+
+/// The commands `agent` was sent, each with its form fields, in order.
+fn commands(agent: &FakeAgent) -> Vec<(String, Vec<(String, String)>)> {
+    agent
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(path, body)| {
+            let fields = form_urlencoded::parse(body.as_bytes())
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect();
+            (path.trim_start_matches('/').to_owned(), fields)
+        })
+        .collect()
+}
+
+fn field(fields: &[(String, String)], name: &str) -> String {
+    fields
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.clone())
+        .unwrap_or_else(|| panic!("no field {name} in {fields:?}"))
+}
+
+#[tokio::test]
+async fn an_editor_assigns_a_token_server_and_a_client_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = support::start(&dir).await;
+    let router = d.router();
+    let server_info = json!({"port": 18731, "connection": [], "embedded": true}).to_string();
+    let server = FakeAgent::answering(&[
+        ("getClusterMode", &mode(1, Some("server"), "")),
+        ("setClusterMode", "success"),
+        ("cluster/server/modifyNamespaceSet", "success"),
+        ("cluster/server/info", &server_info),
+        ("cluster/server/metricList", "[]"),
+    ]);
+    let client = FakeAgent::answering(&[
+        ("getClusterMode", &mode(-1, Some("none"), "")),
+        ("setClusterMode", "success"),
+        ("cluster/client/modifyConfig", "success"),
+    ]);
+    // A Java client without the cluster modules: every step is an unknown command.
+    let bare = FakeAgent::answering(&[("getClusterMode", &mode(-1, None, ""))]);
+    let server_id = machine_at(&d, "orders", "127.0.0.1", server.clone().serve().await, "s")
+        .await
+        .id;
+    let client_id = machine_at(&d, "orders", "127.0.0.1", client.clone().serve().await, "c")
+        .await
+        .id;
+    let bare_id = machine_at(&d, "orders", "127.0.0.1", bare.clone().serve().await, "b")
+        .await
+        .id;
+    let admin = Browser::login(&router, "admin", PASSWORD).await;
+
+    // The page offers the serving machine as the server of the others, not of itself.
+    let page = admin.get("/apps/orders/cluster").await.body;
+    let own = machine_section(&page, server_id);
+    assert!(!own.contains("make-server"), "already a server: {own}");
+    assert!(
+        own.contains("make another machine the token server first"),
+        "{own}"
+    );
+    let other = machine_section(&page, client_id);
+    assert!(other.contains(&format!(
+        r#"action="/apps/orders/cluster/machines/{client_id}/server""#
+    )));
+    assert!(
+        other.contains(&format!(r#"<option value="{server_id}">"#)),
+        "{other}"
+    );
+    assert!(other.contains(r#"name="_csrf""#));
+
+    // A form without the CSRF token changes nothing.
+    let forged = admin
+        .post_form(
+            &format!("/apps/orders/cluster/machines/{client_id}/server"),
+            &[],
+            false,
+        )
+        .await;
+    assert_eq!(forged.status, StatusCode::FORBIDDEN);
+    assert!(commands(&client).iter().all(|(c, _)| c == "getClusterMode"));
+
+    let made = admin
+        .post(
+            &format!("/apps/orders/cluster/machines/{server_id}/server"),
+            &[],
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::SEE_OTHER, "{}", made.body);
+    assert_eq!(
+        made.location.as_deref(),
+        Some(&*format!(
+            "/apps/orders/cluster#cluster-machine-{server_id}"
+        ))
+    );
+    let sent: Vec<_> = commands(&server)
+        .into_iter()
+        .filter(|(c, _)| c.starts_with("set") || c.contains("modify"))
+        .collect();
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert_eq!(
+        (sent[0].0.as_str(), field(&sent[0].1, "mode")),
+        ("setClusterMode", "1".to_owned())
+    );
+    assert_eq!(sent[1].0, "cluster/server/modifyNamespaceSet");
+    let namespaces: Value = serde_json::from_str(&field(&sent[1].1, "data")).unwrap();
+    assert_eq!(namespaces, json!(["orders"]));
+
+    let made = admin
+        .post(
+            &format!("/apps/orders/cluster/machines/{client_id}/client"),
+            &[("server", &server_id.to_string())],
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::SEE_OTHER, "{}", made.body);
+    let sent: Vec<_> = commands(&client)
+        .into_iter()
+        .filter(|(c, _)| c != "getClusterMode")
+        .collect();
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert_eq!(sent[0].0, "cluster/client/modifyConfig");
+    let config: Value = serde_json::from_str(&field(&sent[0].1, "data")).unwrap();
+    assert_eq!(
+        config,
+        json!({"serverHost": "127.0.0.1", "serverPort": 18731, "requestTimeout": 20})
+    );
+    assert_eq!(
+        (sent[1].0.as_str(), field(&sent[1].1, "mode")),
+        ("setClusterMode", "0".to_owned())
+    );
+
+    // Over the API: a server that is not one, a machine as its own server, and no server at all
+    // are refused, naming the field; nothing is sent.
+    let steps = |agent: &FakeAgent| {
+        commands(agent)
+            .iter()
+            .filter(|(c, _)| c != "getClusterMode")
+            .count()
+    };
+    let before = steps(&client);
+    let path = format!("/api/apps/orders/cluster/machines/{client_id}/client");
+    for (body, says) in [
+        (json!({"server": bare_id}), "does not serve tokens"),
+        (json!({"server": client_id}), "its own token server"),
+        (json!({}), "the id of the token server"),
+        (json!({"server": 999_999}), "no machine 999999"),
+    ] {
+        let (status, answer) = admin.api("POST", &path, Some(body.clone())).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}: {answer}");
+        assert_eq!(answer["field"], "server", "{answer}");
+        assert!(answer.to_string().contains(says), "{body}: {answer}");
+    }
+    assert_eq!(steps(&client), before, "no step was sent");
+    let (status, answer) = admin
+        .api(
+            "POST",
+            &format!("/api/apps/orders/cluster/machines/{client_id}/client"),
+            Some(json!({"server": server_id})),
+        )
+        .await;
+    assert_eq!((status, answer["mode"].clone()), (StatusCode::OK, json!(0)));
+
+    // A machine that cannot take the role says which step failed.
+    let (status, answer) = admin
+        .api(
+            "POST",
+            &format!("/api/apps/orders/cluster/machines/{bare_id}/server"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY, "{answer}");
+    assert!(
+        answer.to_string().contains("setClusterMode on 127.0.0.1:"),
+        "{answer}"
+    );
+
+    // A viewer sees no form and may not assign.
+    let (status, _) = admin
+        .api(
+            "POST",
+            "/api/users",
+            Some(json!({"username": "vera", "password": "viewer password 1", "role": "viewer"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let viewer = Browser::login(&router, "vera", "viewer password 1").await;
+    assert!(
+        !viewer
+            .get("/apps/orders/cluster")
+            .await
+            .body
+            .contains("make-client")
+    );
+    let refused = viewer
+        .post(
+            &format!("/apps/orders/cluster/machines/{server_id}/server"),
+            &[],
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+}

@@ -1,7 +1,9 @@
 //! Cluster flow control as the dashboard shows it: each live machine's mode and backend (asked of its
-//! agent), and the app's cluster rules with their traffic summed over its machines.
+//! agent), and the app's cluster rules with their traffic summed over its machines; and the
+//! assignment of machines to token servers and their clients.
 
 mod answers;
+mod assign;
 mod machines;
 mod rules;
 
@@ -9,6 +11,9 @@ pub use answers::{
     AnswerError, Backend, ClientConfig, ClusterMode, FlowMetric, MAX_ITEMS, Namespace,
     RedisBackend, ServerInfo, read_client_config, read_cluster_mode, read_metric_list,
     read_server_info,
+};
+pub use assign::{
+    AssignError, Assignment, CLIENT_REQUEST_TIMEOUT_MS, assign, make_client, make_server,
 };
 pub use machines::{BackendDetail, MachineCluster, MachineState, cluster_of_app};
 pub use rules::{ClusterRule, ClusterRules, TRAFFIC_LOOKBACK_MS, Traffic, cluster_rules};

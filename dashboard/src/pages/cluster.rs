@@ -5,20 +5,23 @@
 //! instance). The logic is [`crate::cluster`]'s.
 
 use askama::Template;
+use axum::Form;
 use axum::extract::{Path, State};
-use axum::response::{IntoResponse, Response};
+use axum::response::{IntoResponse, Redirect, Response};
 use floodgate_core::RuleType;
+use serde::Deserialize;
 
 use super::error::{OrPage, PageError, ago, utc};
 use super::machines::find_app;
 use super::rule_form::threshold_type_name;
 use super::{Chrome, Page};
 use crate::AppState;
-use crate::auth::{CurrentUser, SignedInBy};
+use crate::auth::{CurrentUser, Role, SignedInBy};
 use crate::cluster::{
-    Backend, BackendDetail, ClusterMode, FlowMetric, MachineCluster, Traffic, cluster_of_app,
-    cluster_rules,
+    Assignment, Backend, BackendDetail, ClusterMode, FlowMetric, MachineCluster, Traffic, assign,
+    cluster_of_app, cluster_rules,
 };
+use crate::error::AppError;
 
 /// One cluster rule as the page shows it.
 #[derive(Debug)]
@@ -100,6 +103,17 @@ struct MachineView {
     redis: Option<RedisView>,
     client: Option<ClientView>,
     server: Option<ServerView>,
+    /// Whether it serves tokens (mode 1).
+    serving: bool,
+    /// The app's other machines that serve tokens: the servers it can be made a client of.
+    servers: Vec<ServerChoice>,
+}
+
+/// A machine that serves tokens, as a choice of server.
+#[derive(Debug, Clone)]
+struct ServerChoice {
+    id: i64,
+    address: String,
 }
 
 #[derive(Template)]
@@ -107,6 +121,8 @@ struct MachineView {
 struct ClusterPage {
     chrome: Chrome,
     app: String,
+    /// The app's name as a path segment.
+    app_segment: String,
     traffic_note: String,
     rules: Vec<RuleRow>,
     machines: Vec<MachineView>,
@@ -152,8 +168,27 @@ fn optional<T: ToString>(v: Option<T>) -> String {
     v.map_or_else(|| "not reported".to_owned(), |v| v.to_string())
 }
 
-fn machine_view(m: MachineCluster, now: i64) -> MachineView {
+/// The machines among `machines` that serve tokens (mode 1).
+fn serving_machines(machines: &[MachineCluster]) -> Vec<ServerChoice> {
+    machines
+        .iter()
+        .filter(|m| m.state.as_ref().is_ok_and(|s| s.mode.mode == 1))
+        .map(|m| ServerChoice {
+            id: m.machine_id,
+            address: m.address.clone(),
+        })
+        .collect()
+}
+
+fn machine_view(m: MachineCluster, now: i64, serving: &[ServerChoice]) -> MachineView {
+    let servers = serving
+        .iter()
+        .filter(|s| s.id != m.machine_id)
+        .cloned()
+        .collect();
     let mut view = MachineView {
+        serving: false,
+        servers,
         id: m.machine_id,
         address: m.address,
         hostname: m.hostname,
@@ -185,6 +220,7 @@ fn machine_view(m: MachineCluster, now: i64) -> MachineView {
     } = state.mode;
     (view.backend, view.backend_class) = backend_words(&backend);
     view.mode = mode_words(mode);
+    view.serving = mode == 1;
     view.backend_note = if backend_reported {
         ""
     } else {
@@ -366,12 +402,76 @@ pub(super) async fn index(
         })
         .collect();
     let now = state.now_ms();
+    let serving = serving_machines(&machines);
     Ok(Page(ClusterPage {
         chrome,
+        app_segment: super::segment(&app),
         app,
         traffic_note,
         rules: rows,
-        machines: machines.into_iter().map(|m| machine_view(m, now)).collect(),
+        machines: machines
+            .into_iter()
+            .map(|m| machine_view(m, now, &serving))
+            .collect(),
     })
     .into_response())
+}
+
+/// Makes a machine a token server for the app, and goes back to the page.
+pub(super) async fn make_server(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    by: SignedInBy,
+    Path((app, id)): Path<(String, i64)>,
+) -> Result<Response, PageError> {
+    let chrome = Chrome::new(&user, &by);
+    user.require(Role::Editor).or_page(&chrome)?;
+    let found = find_app(&state, &app).await.or_page(&chrome)?;
+    assign(&state, &found, id, Assignment::Server, &user.username)
+        .await
+        .or_page(&chrome)?;
+    Ok(Redirect::to(&back_to(&app, id)).into_response())
+}
+
+/// The client form: the machine whose token server to ask.
+#[derive(Debug, Deserialize)]
+pub(super) struct ClientForm {
+    server: String,
+}
+
+/// Makes a machine a client of another machine's token server, and goes back to the page.
+pub(super) async fn make_client(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    by: SignedInBy,
+    Path((app, id)): Path<(String, i64)>,
+    Form(form): Form<ClientForm>,
+) -> Result<Response, PageError> {
+    let chrome = Chrome::new(&user, &by);
+    user.require(Role::Editor).or_page(&chrome)?;
+    let found = find_app(&state, &app).await.or_page(&chrome)?;
+    let server = form
+        .server
+        .trim()
+        .parse::<i64>()
+        .map_err(|_| AppError::field("server", "pick the machine whose token server to ask"))
+        .or_page(&chrome)?;
+    assign(
+        &state,
+        &found,
+        id,
+        Assignment::ClientOf(server),
+        &user.username,
+    )
+    .await
+    .or_page(&chrome)?;
+    Ok(Redirect::to(&back_to(&app, id)).into_response())
+}
+
+/// The page, at the machine's section.
+fn back_to(app: &str, machine_id: i64) -> String {
+    format!(
+        "/apps/{}/cluster#cluster-machine-{machine_id}",
+        super::segment(app)
+    )
 }

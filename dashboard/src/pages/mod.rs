@@ -48,6 +48,14 @@ pub(crate) fn router() -> Router<AppState> {
         )
         .route("/apps/{app}/breakers", get(machines::breakers))
         .route("/apps/{app}/cluster", get(cluster::index))
+        .route(
+            "/apps/{app}/cluster/machines/{id}/server",
+            post(cluster::make_server),
+        )
+        .route(
+            "/apps/{app}/cluster/machines/{id}/client",
+            post(cluster::make_client),
+        )
         .route("/apps/{app}/resources/{resource}", get(resource::show))
         .route("/users", get(users::index).post(users::create))
         .route("/users/{id}/role", post(users::set_role))

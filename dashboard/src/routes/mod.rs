@@ -3,6 +3,7 @@
 
 mod apps;
 mod auth;
+mod cluster;
 mod history;
 pub(crate) mod machines;
 mod metrics;
@@ -32,6 +33,7 @@ pub fn app(state: AppState) -> Router {
     let protected = Router::new()
         .merge(apps::router())
         .merge(machines::router())
+        .merge(cluster::router())
         .merge(metrics::router())
         .merge(rules::router())
         .merge(history::router())

@@ -1,0 +1,216 @@
+//! Assigning an app's machines their cluster roles, as Sentinel's dashboard does.
+//!
+//! - **Token server**: `setClusterMode?mode=1`, then `cluster/server/modifyNamespaceSet` with the
+//!   app's name, so that the app's clients (which ask in the app's namespace) are served.
+//! - **Client of a token server**: the server must be another machine of the app that says
+//!   it serves tokens (`getClusterMode` mode 1) and on which port (`cluster/server/info`); then
+//!   `cluster/client/modifyConfig` with that machine's IP and port (and Sentinel's request timeout,
+//!   20 ms), then `setClusterMode?mode=0`. A Floodgate agent started with a Redis backend returns to
+//!   Redis on mode 0: its backend comes first.
+//!
+//! Each step must answer `success`; the first that does not stops the assignment, and the error
+//! names it (the steps before it stay done: an agent has no transaction to undo them with).
+
+use serde_json::json;
+
+use super::answers::{read_cluster_mode, read_server_info};
+use crate::AppState;
+use crate::agent_client::{CallError, Target, survive_double_decoding};
+use crate::db::{App, Machine};
+use crate::error::{AppError, AppResult};
+use crate::routes::machines::machine_target;
+
+/// The request timeout a client is given, ms (Sentinel's default).
+pub const CLIENT_REQUEST_TIMEOUT_MS: u32 = 20;
+
+/// Why an assignment could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum AssignError {
+    /// A client was to be its own server.
+    #[error("a machine cannot be a client of its own token server")]
+    OwnServer,
+    /// The machine named as the server does not serve tokens.
+    #[error("{address} does not serve tokens (cluster mode {mode})")]
+    NotAServer {
+        /// The machine's `ip:port`.
+        address: String,
+        /// The mode it reported.
+        mode: i64,
+    },
+    /// The server did not say its port.
+    #[error("{0} does not say which port it serves tokens on")]
+    NoServerPort(String),
+    /// A step failed.
+    #[error("{command} on {address}: {reason}")]
+    Step {
+        /// The command of the step.
+        command: &'static str,
+        /// The machine's `ip:port`.
+        address: String,
+        /// What it answered, or why it did not.
+        reason: String,
+    },
+}
+
+impl From<AssignError> for AppError {
+    fn from(e: AssignError) -> Self {
+        match e {
+            AssignError::OwnServer
+            | AssignError::NotAServer { .. }
+            | AssignError::NoServerPort(_) => AppError::field("server", e.to_string()),
+            AssignError::Step { .. } => AppError::Upstream(e.to_string()),
+        }
+    }
+}
+
+/// Runs one step on `machine`.
+async fn step(
+    state: &AppState,
+    machine: &Machine,
+    target: &Target,
+    command: &'static str,
+    params: &[(&str, &str)],
+) -> Result<(), AssignError> {
+    state
+        .agents
+        .change(target, command, params)
+        .await
+        .map(drop)
+        .map_err(|e| AssignError::Step {
+            command,
+            address: crate::push::machine_addr(machine),
+            reason: reason(e),
+        })
+}
+
+fn reason(e: CallError) -> String {
+    match e {
+        CallError::NotSupported => "not supported by this client".to_owned(),
+        other => other.to_string(),
+    }
+}
+
+/// Makes `machine` a token server for the namespace `app`.
+pub async fn make_server(
+    state: &AppState,
+    machine: &Machine,
+    target: &Target,
+    app: &str,
+) -> Result<(), AssignError> {
+    step(state, machine, target, "setClusterMode", &[("mode", "1")]).await?;
+    let namespaces = survive_double_decoding(&json!([app]).to_string());
+    step(
+        state,
+        machine,
+        target,
+        "cluster/server/modifyNamespaceSet",
+        &[("data", &namespaces)],
+    )
+    .await
+}
+
+/// Makes `machine` a client of the token server that `server` runs.
+pub async fn make_client(
+    state: &AppState,
+    machine: &Machine,
+    target: &Target,
+    server: (&Machine, &Target),
+) -> Result<(), AssignError> {
+    let (server, server_target) = server;
+    if server.id == machine.id {
+        return Err(AssignError::OwnServer);
+    }
+    let address = crate::push::machine_addr(server);
+    let ask = |command: &'static str| {
+        let address = address.clone();
+        async move {
+            state
+                .agents
+                .get(server_target, command, &[])
+                .await
+                .map_err(|e| AssignError::Step {
+                    command,
+                    address,
+                    reason: reason(e),
+                })
+        }
+    };
+    let unreadable = |command: &'static str, e: String| AssignError::Step {
+        command,
+        address: address.clone(),
+        reason: e,
+    };
+    let mode = read_cluster_mode(&ask("getClusterMode").await?)
+        .map_err(|e| unreadable("getClusterMode", e.to_string()))?;
+    if mode.mode != 1 {
+        return Err(AssignError::NotAServer {
+            address,
+            mode: mode.mode,
+        });
+    }
+    let info = read_server_info(&ask("cluster/server/info").await?)
+        .map_err(|e| unreadable("cluster/server/info", e.to_string()))?;
+    let port = info
+        .port
+        .filter(|p| (1..=i64::from(u16::MAX)).contains(p))
+        .ok_or_else(|| AssignError::NoServerPort(address.clone()))?;
+    let config = json!({
+        "serverHost": server.ip,
+        "serverPort": port,
+        "requestTimeout": CLIENT_REQUEST_TIMEOUT_MS,
+    });
+    let config = survive_double_decoding(&config.to_string());
+    step(
+        state,
+        machine,
+        target,
+        "cluster/client/modifyConfig",
+        &[("data", &config)],
+    )
+    .await?;
+    step(state, machine, target, "setClusterMode", &[("mode", "0")]).await
+}
+
+/// What a machine is to become.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Assignment {
+    /// A token server for its app.
+    Server,
+    /// A client of the token server that the machine of this id runs.
+    ClientOf(i64),
+}
+
+/// Makes the machine `machine_id` of `app` what `assignment` says, for the user `by` (logged).
+pub async fn assign(
+    state: &AppState,
+    app: &App,
+    machine_id: i64,
+    assignment: Assignment,
+    by: &str,
+) -> AppResult<()> {
+    let (machine, target) = machine_target(state, app.id, machine_id).await?;
+    match assignment {
+        Assignment::Server => make_server(state, &machine, &target, &app.name).await?,
+        Assignment::ClientOf(server_id) => {
+            let (server, server_target) =
+                machine_target(state, app.id, server_id)
+                    .await
+                    .map_err(|e| match e {
+                        AppError::NotFound(_) => {
+                            AppError::field("server", format!("no machine {server_id} in this app"))
+                        }
+                        other => other,
+                    })?;
+            make_client(state, &machine, &target, (&server, &server_target)).await?;
+        }
+    }
+    tracing::info!(
+        target: "floodgate_dashboard::audit",
+        user = by,
+        app = %app.name,
+        machine = %crate::push::machine_addr(&machine),
+        ?assignment,
+        "cluster role assigned"
+    );
+    Ok(())
+}
