@@ -426,3 +426,82 @@ async fn an_agent_started_with_redis_counts_its_cluster_rules_there() {
     let mode = json(&call(&router, "getClusterMode", &[]).await.1);
     assert_eq!(mode["backend"].as_str(), Some("redis"), "back to Redis");
 }
+
+/// The server's rules of the app's namespace, as `cluster/server/flowRules` lists them.
+async fn served_counts(router: &Router) -> Vec<f64> {
+    json(&call(router, "cluster/server/flowRules", &[]).await.1)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["count"].as_f64().unwrap())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_embedded_server_grants_the_apps_own_cluster_rules_as_they_change() {
+    let (_clock, fg) = engine();
+    let agent = builder(&fg).start().unwrap();
+    let router = agent.router();
+    let ok = (StatusCode::OK, "success".to_owned());
+    // The rules reach the app as a dashboard pushes them, before it is made the server.
+    let with_local = r#"[{"resource":"GET:/orders","count":2,"clusterMode":true,"clusterConfig":{"flowId":7,"thresholdType":1}},{"resource":"GET:/local","count":1}]"#;
+    assert_eq!(
+        call(
+            &router,
+            "setRules",
+            &[("type", "flow"), ("data", with_local)]
+        )
+        .await,
+        ok
+    );
+    let port = free_port().to_string();
+    assert_eq!(
+        call(
+            &router,
+            "cluster/server/modifyTransportConfig",
+            &[("port", &port)]
+        )
+        .await,
+        ok
+    );
+    assert_eq!(call(&router, "setClusterMode", &[("mode", "1")]).await, ok);
+    assert_eq!(
+        served_counts(&router).await,
+        [2.0],
+        "its cluster rule, not the local one"
+    );
+
+    let client = TokenClient::start(ClientConfig {
+        request_timeout: Duration::from_secs(5),
+        ..ClientConfig::new(format!("127.0.0.1:{port}").parse().unwrap(), "test-app")
+    });
+    client.started().await;
+    let mut answers = Vec::new();
+    for _ in 0..3 {
+        answers.push(client.request_token(7, 1, false).await.status);
+    }
+    assert_eq!(
+        answers,
+        [TokenStatus::Ok, TokenStatus::Ok, TokenStatus::Blocked]
+    );
+
+    // A change of the app's rules reaches its server within a second or so.
+    let raised = r#"[{"resource":"GET:/orders","count":50,"clusterMode":true,"clusterConfig":{"flowId":7,"thresholdType":1}}]"#;
+    assert_eq!(
+        call(&router, "setRules", &[("type", "flow"), ("data", raised)]).await,
+        ok
+    );
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while served_counts(&router).await != [50.0] {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the server follows the app's rules");
+    assert_eq!(
+        client.request_token(7, 1, false).await.status,
+        TokenStatus::Ok
+    );
+    drop(client);
+    agent.shutdown();
+}

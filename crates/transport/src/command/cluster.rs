@@ -8,7 +8,9 @@
 //!   same service in process. The server's rules and settings are set per namespace by
 //!   `cluster/server/modifyFlowRules`, `modifyParamRules`, `modifyFlowConfig`,
 //!   `modifyNamespaceSet` and `modifyTransportConfig`, each checked whole before anything changes,
-//!   as `setRules` is. They live in memory: a dashboard pushes them again after a restart.
+//!   as `setRules` is. They live in memory: a dashboard pushes them again after a restart. The
+//!   application's own namespace serves the engine's own cluster rules until set explicitly
+//!   ([`super::served_rules`]).
 //! - `setClusterMode?mode=0` makes it a client: of the Redis the agent was started with
 //!   ([`AgentBuilder::cluster_redis`](crate::AgentBuilder::cluster_redis), which also starts the
 //!   agent in this mode), or else of the token server `cluster/client/modifyConfig` named. Either
@@ -34,6 +36,7 @@ use serde_json::{Value, json};
 use tokio::runtime::Handle;
 use tokio::sync::Mutex;
 
+use super::served_rules::{self, Following};
 use super::{CommandError, CommandState, Params};
 
 /// The embedded token server, the client role, and their settings.
@@ -48,6 +51,8 @@ pub(crate) struct ClusterControl {
     runtime: Handle,
     /// The Redis the agent was started with, as a client's token source.
     redis: Option<Arc<RedisTokenService>>,
+    /// Which of the app namespace's rule types follow the engine's own.
+    following: Arc<Following>,
     role: Mutex<Role>,
 }
 
@@ -55,6 +60,8 @@ pub(crate) struct ClusterControl {
 struct Role {
     /// The running server (mode 1).
     server: Option<TokenServer>,
+    /// The task that keeps the server serving the engine's own cluster rules.
+    follow: Option<tokio::task::JoinHandle<()>>,
     /// The running client role (mode 0).
     client: Option<ClientRole>,
     /// The token server a client asks, as `cluster/client/modifyConfig` last set it.
@@ -174,8 +181,10 @@ impl ClusterControl {
             app_name: app_name.to_owned(),
             runtime,
             redis,
+            following: Arc::default(),
             role: Mutex::new(Role {
                 server: None,
+                follow: None,
                 client,
                 client_config: None,
                 transport: TransportConfig::default(),
@@ -264,6 +273,19 @@ pub(crate) async fn set_cluster_mode(
                 role.server = Some(server);
                 role.client = None;
                 role.last_modified = now_ms();
+                served_rules::sync(
+                    &state.fg,
+                    &cluster.service,
+                    &cluster.app_name,
+                    &cluster.following,
+                    &mut None,
+                );
+                role.follow = Some(cluster.runtime.spawn(served_rules::follow(
+                    state.fg.clone(),
+                    Arc::clone(&cluster.service),
+                    cluster.app_name.clone(),
+                    Arc::clone(&cluster.following),
+                )));
                 state
                     .fg
                     .set_token_service(Some(Box::new(cluster.service.clone())));
@@ -292,6 +314,9 @@ pub(crate) async fn set_cluster_mode(
                 };
                 role.client = Some(client);
                 role.last_modified = now_ms();
+                if let Some(follow) = role.follow.take() {
+                    follow.abort();
+                }
                 if let Some(server) = role.server.take() {
                     server.shutdown().await;
                 }
@@ -545,8 +570,14 @@ pub(crate) fn modify_flow_rules(
     params: &Params,
 ) -> Result<String, CommandError> {
     let rules = rules_in(params, |d| FlowRule::deserialize_list(d))?;
-    let service = &state.cluster.service;
-    loaded(service.load_flow_rules(namespace(state, params), rules))
+    let cluster = &state.cluster;
+    let ns = namespace(state, params);
+    let mut following = cluster.following.lock();
+    loaded(cluster.service.load_flow_rules(ns, rules))?;
+    if ns == cluster.app_name {
+        following.flow = false;
+    }
+    Ok("success".to_owned())
 }
 
 pub(crate) fn modify_param_rules(
@@ -554,8 +585,14 @@ pub(crate) fn modify_param_rules(
     params: &Params,
 ) -> Result<String, CommandError> {
     let rules = rules_in(params, |d| ParamFlowRule::deserialize_list(d))?;
-    let service = &state.cluster.service;
-    loaded(service.load_param_rules(namespace(state, params), rules))
+    let cluster = &state.cluster;
+    let ns = namespace(state, params);
+    let mut following = cluster.following.lock();
+    loaded(cluster.service.load_param_rules(ns, rules))?;
+    if ns == cluster.app_name {
+        following.param = false;
+    }
+    Ok("success".to_owned())
 }
 
 /// The rule list in `data`, read by `read` (a rule type's `deserialize_list`).

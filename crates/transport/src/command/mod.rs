@@ -66,6 +66,8 @@ mod params;
 #[cfg(test)]
 mod properties;
 mod rules;
+#[cfg(feature = "cluster")]
+mod served_rules;
 
 #[cfg(feature = "cluster")]
 pub(crate) use cluster::ClusterControl;
