@@ -300,3 +300,75 @@ async fn a_machines_existing_rules_are_imported_not_wiped_and_reach_the_others()
     stop_agent(a2);
     running.stop().await;
 }
+
+/// Two real machines of an app: the dashboard makes one the app's token server and the other its
+/// client; a cluster rule the dashboard pushes to both is then granted by the server, and the
+/// cluster page's API shows who serves whom.
+#[cfg(feature = "cluster")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_assigns_a_token_server_and_its_client_among_real_machines() {
+    let dir = tempfile::tempdir().unwrap();
+    let running = Running::start(config(dir.path())).await;
+    let mut events = running.events();
+    let admin = Client::login(&running.base(), "admin", ADMIN_PASSWORD).await;
+    let mut machines = Vec::new();
+    let mut engines = Vec::new();
+    for _ in 0..2 {
+        let (fg, _clock) = engine();
+        let agent = agent(&fg, running.addr);
+        let Event::Heartbeat { machine_id, .. } = wait_for(&mut events, "registration", |e| {
+            matches!(e, Event::Heartbeat { first: true, .. })
+        })
+        .await
+        else {
+            unreachable!()
+        };
+        machines.push(machine_id);
+        engines.push((fg, agent));
+    }
+    let (server, client) = (machines[0], machines[1]);
+
+    let port = support::free_port();
+    let made = admin
+        .post(
+            &format!("/api/apps/orders/cluster/machines/{server}/server"),
+            json!({"port": port}),
+        )
+        .await;
+    assert_eq!(made.status, 200, "{}", made.text);
+    let made = admin
+        .post(
+            &format!("/api/apps/orders/cluster/machines/{client}/client"),
+            json!({"server": server}),
+        )
+        .await;
+    assert_eq!(made.status, 200, "{}", made.text);
+
+    let rule = json!({"resource": "GET:/orders", "count": 3, "clusterMode": true,
+        "clusterConfig": {"flowId": 71, "thresholdType": 1}});
+    let saved = admin.post("/api/apps/orders/rules/flow", rule).await;
+    assert_eq!(saved.status, 201, "{}", saved.text);
+    // The client's entries are answered by the server once it serves the pushed rule (until
+    // then the client checks the rule locally).
+    let (client_fg, _) = &engines[1];
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while client_fg.stats().cluster_token_answers == 0 {
+            drop(client_fg.entry("GET:/orders").enter());
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the token server answers the client");
+    let page = admin.get("/apps/orders/cluster").await;
+    assert_eq!(page.status, 200);
+    let server_addr = format!("127.0.0.1:{port}");
+    assert!(
+        page.text.contains(&server_addr),
+        "the client's server is shown: {}",
+        page.text
+    );
+    for (_, agent) in engines {
+        stop_agent(agent);
+    }
+    running.stop().await;
+}

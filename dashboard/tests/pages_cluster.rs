@@ -904,6 +904,7 @@ async fn an_editor_assigns_a_token_server_and_a_client_of_it() {
         ("getClusterMode", &mode(1, Some("server"), "")),
         ("setClusterMode", "success"),
         ("cluster/server/modifyNamespaceSet", "success"),
+        ("cluster/server/modifyTransportConfig", "success"),
         ("cluster/server/info", &server_info),
         ("cluster/server/metricList", "[]"),
     ]);
@@ -954,10 +955,22 @@ async fn an_editor_assigns_a_token_server_and_a_client_of_it() {
     assert_eq!(forged.status, StatusCode::FORBIDDEN);
     assert!(commands(&client).iter().all(|(c, _)| c == "getClusterMode"));
 
+    let bad_port = admin
+        .post(
+            &format!("/apps/orders/cluster/machines/{server_id}/server"),
+            &[("port", "70000")],
+        )
+        .await;
+    assert_eq!(bad_port.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        bad_port.body.contains("must be 1 to 65535"),
+        "{}",
+        bad_port.body
+    );
     let made = admin
         .post(
             &format!("/apps/orders/cluster/machines/{server_id}/server"),
-            &[],
+            &[("port", "18731")],
         )
         .await;
     assert_eq!(made.status, StatusCode::SEE_OTHER, "{}", made.body);
@@ -971,13 +984,17 @@ async fn an_editor_assigns_a_token_server_and_a_client_of_it() {
         .into_iter()
         .filter(|(c, _)| c.starts_with("set") || c.contains("modify"))
         .collect();
-    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert_eq!(sent.len(), 3, "{sent:?}");
     assert_eq!(
-        (sent[0].0.as_str(), field(&sent[0].1, "mode")),
+        (sent[0].0.as_str(), field(&sent[0].1, "port")),
+        ("cluster/server/modifyTransportConfig", "18731".to_owned())
+    );
+    assert_eq!(
+        (sent[1].0.as_str(), field(&sent[1].1, "mode")),
         ("setClusterMode", "1".to_owned())
     );
-    assert_eq!(sent[1].0, "cluster/server/modifyNamespaceSet");
-    let namespaces: Value = serde_json::from_str(&field(&sent[1].1, "data")).unwrap();
+    assert_eq!(sent[2].0, "cluster/server/modifyNamespaceSet");
+    let namespaces: Value = serde_json::from_str(&field(&sent[2].1, "data")).unwrap();
     assert_eq!(namespaces, json!(["orders"]));
 
     let made = admin

@@ -1,7 +1,10 @@
 //! Assigning an app's machines their cluster roles, as Sentinel's dashboard does.
 //!
-//! - **Token server**: `setClusterMode?mode=1`, then `cluster/server/modifyNamespaceSet` with the
-//!   app's name, so that the app's clients (which ask in the app's namespace) are served.
+//! - **Token server**: with a port, `cluster/server/modifyTransportConfig?port=` first (else the
+//!   machine's own, Sentinel's 18730 by default); `setClusterMode?mode=1`; then
+//!   `cluster/server/modifyNamespaceSet` with the app's name, so that the app's clients (which ask in
+//!   the app's namespace) are served. A Floodgate agent's embedded server serves the app's own
+//!   cluster rules, which the dashboard pushes to every machine.
 //! - **Client of a token server**: the server must be another machine of the app that says
 //!   it serves tokens (`getClusterMode` mode 1) and on which port (`cluster/server/info`); then
 //!   `cluster/client/modifyConfig` with that machine's IP and port (and Sentinel's request timeout,
@@ -90,13 +93,25 @@ fn reason(e: CallError) -> String {
     }
 }
 
-/// Makes `machine` a token server for the namespace `app`.
+/// Makes `machine` a token server for the namespace `app`, on `port` when given.
 pub async fn make_server(
     state: &AppState,
     machine: &Machine,
     target: &Target,
     app: &str,
+    port: Option<u16>,
 ) -> Result<(), AssignError> {
+    if let Some(port) = port {
+        let port = port.to_string();
+        step(
+            state,
+            machine,
+            target,
+            "cluster/server/modifyTransportConfig",
+            &[("port", &port)],
+        )
+        .await?;
+    }
     step(state, machine, target, "setClusterMode", &[("mode", "1")]).await?;
     let namespaces = survive_double_decoding(&json!([app]).to_string());
     step(
@@ -174,8 +189,8 @@ pub async fn make_client(
 /// What a machine is to become.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Assignment {
-    /// A token server for its app.
-    Server,
+    /// A token server for its app, on this port (`None`: the machine's own setting).
+    Server(Option<u16>),
     /// A client of the token server that the machine of this id runs.
     ClientOf(i64),
 }
@@ -190,7 +205,9 @@ pub async fn assign(
 ) -> AppResult<()> {
     let (machine, target) = machine_target(state, app.id, machine_id).await?;
     match assignment {
-        Assignment::Server => make_server(state, &machine, &target, &app.name).await?,
+        Assignment::Server(port) => {
+            make_server(state, &machine, &target, &app.name, port).await?;
+        }
         Assignment::ClientOf(server_id) => {
             let (server, server_target) =
                 machine_target(state, app.id, server_id)
@@ -213,4 +230,17 @@ pub async fn assign(
         "cluster role assigned"
     );
     Ok(())
+}
+
+/// A token server's port as a form or request gives it: blank for the machine's own, else 1 to
+/// 65535.
+pub fn server_port(text: &str) -> AppResult<Option<u16>> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    match text.parse::<u16>() {
+        Ok(port) if port > 0 => Ok(Some(port)),
+        _ => Err(AppError::field("port", "must be 1 to 65535, or blank")),
+    }
 }

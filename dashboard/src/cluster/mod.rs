@@ -14,6 +14,7 @@ pub use answers::{
 };
 pub use assign::{
     AssignError, Assignment, CLIENT_REQUEST_TIMEOUT_MS, assign, make_client, make_server,
+    server_port,
 };
 pub use machines::{BackendDetail, MachineCluster, MachineState, cluster_of_app};
 pub use rules::{ClusterRule, ClusterRules, TRAFFIC_LOOKBACK_MS, Traffic, cluster_rules};

@@ -19,7 +19,7 @@ use crate::AppState;
 use crate::auth::{CurrentUser, Role, SignedInBy};
 use crate::cluster::{
     Assignment, Backend, BackendDetail, ClusterMode, FlowMetric, MachineCluster, Traffic, assign,
-    cluster_of_app, cluster_rules,
+    cluster_of_app, cluster_rules, server_port,
 };
 use crate::error::AppError;
 
@@ -417,17 +417,26 @@ pub(super) async fn index(
     .into_response())
 }
 
+/// The server form: the port to serve on (blank: the machine's own).
+#[derive(Debug, Deserialize)]
+pub(super) struct ServerForm {
+    #[serde(default)]
+    port: String,
+}
+
 /// Makes a machine a token server for the app, and goes back to the page.
 pub(super) async fn make_server(
     State(state): State<AppState>,
     user: CurrentUser,
     by: SignedInBy,
     Path((app, id)): Path<(String, i64)>,
+    Form(form): Form<ServerForm>,
 ) -> Result<Response, PageError> {
     let chrome = Chrome::new(&user, &by);
     user.require(Role::Editor).or_page(&chrome)?;
     let found = find_app(&state, &app).await.or_page(&chrome)?;
-    assign(&state, &found, id, Assignment::Server, &user.username)
+    let port = server_port(&form.port).or_page(&chrome)?;
+    assign(&state, &found, id, Assignment::Server(port), &user.username)
         .await
         .or_page(&chrome)?;
     Ok(Redirect::to(&back_to(&app, id)).into_response())

@@ -1,5 +1,6 @@
 //! Assigning an app's machines their cluster roles over the JSON API (editors): `POST
-//! /api/apps/{app}/cluster/machines/{id}/server` makes the machine a token server for the app,
+//! /api/apps/{app}/cluster/machines/{id}/server` (optionally `{"port": 18730}`) makes the machine a
+//! token server for the app,
 //! `POST /api/apps/{app}/cluster/machines/{id}/client` with `{"server": <machine id>}` a client of
 //! the token server that machine runs. The steps are [`crate::cluster::assign`]'s.
 
@@ -31,10 +32,24 @@ async fn make_server(
     State(state): State<AppState>,
     user: CurrentUser,
     Path((app, id)): Path<(String, i64)>,
+    body: Bytes,
 ) -> AppResult<Json<Value>> {
     user.require(Role::Editor)?;
     let app = find_app(&state, &app).await?;
-    assign(&state, &app, id, Assignment::Server, &user.username).await?;
+    let port = if body.iter().all(u8::is_ascii_whitespace) {
+        None
+    } else {
+        match json_body(&body)?.get("port") {
+            None | Some(Value::Null) => None,
+            Some(port) => Some(
+                port.as_u64()
+                    .and_then(|p| u16::try_from(p).ok())
+                    .filter(|p| *p > 0)
+                    .ok_or_else(|| AppError::field("port", "must be 1 to 65535"))?,
+            ),
+        }
+    };
+    assign(&state, &app, id, Assignment::Server(port), &user.username).await?;
     Ok(Json(json!({"machine": id, "mode": 1})))
 }
 
