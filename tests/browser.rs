@@ -1068,7 +1068,7 @@ async fn the_cluster_box_reveals_its_fields_and_the_cluster_page_lists_the_rule(
         "{list}"
     );
 
-    // The cluster page: the rule, and the app's machine (an agent built without the cluster feature).
+    // The cluster page: the rule, and the app's machine, not yet in a cluster mode.
     w.goto(&format!("/apps/{APP}/cluster")).await;
     let row = b
         .wait()
@@ -1089,5 +1089,32 @@ async fn the_cluster_box_reveals_its_fields_and_the_cluster_page_lists_the_rule(
         .expect("text");
     assert!(machine.contains("-1 (not started)"), "{machine}");
     w.screenshot("cluster").await;
+
+    // With the agent's cluster commands, the page makes the machine the app's token server.
+    if cfg!(feature = "cluster") {
+        let port = support::free_port().to_string();
+        let field = b
+            .find(Locator::Css("form.make-server input[name=port]"))
+            .await
+            .expect("the port field");
+        field.send_keys(&port).await.expect("typing");
+        b.find(Locator::Css("form.make-server button[type=submit]"))
+            .await
+            .expect("the server button")
+            .click()
+            .await
+            .expect("click");
+        eventually("the machine shown serving tokens", || async {
+            let text = b
+                .find(Locator::Css("section.cluster-machine"))
+                .await
+                .ok()?
+                .text()
+                .await
+                .ok()?;
+            (text.contains("1 (server)") && text.contains(&port)).then_some(())
+        })
+        .await;
+    }
     w.finish().await;
 }
