@@ -33,6 +33,25 @@ fn json(body: &str) -> Value {
     serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
 }
 
+/// A started token client of the namespace `test-app` at the server on `port`, after checking
+/// that the server grants flow 7 (a rule of count 2) two tokens of three.
+async fn client_granting_two_of_three(port: &str) -> TokenClient {
+    let client = TokenClient::start(ClientConfig {
+        request_timeout: Duration::from_secs(5),
+        ..ClientConfig::new(format!("127.0.0.1:{port}").parse().unwrap(), "test-app")
+    });
+    client.started().await;
+    let mut answers = Vec::new();
+    for _ in 0..3 {
+        answers.push(client.request_token(7, 1, false).await.status);
+    }
+    assert_eq!(
+        answers,
+        [TokenStatus::Ok, TokenStatus::Ok, TokenStatus::Blocked]
+    );
+    client
+}
+
 /// A port nothing listens on now.
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -127,20 +146,7 @@ async fn the_agent_serves_its_clusters_tokens_once_in_server_mode() {
     );
 
     // A client of the namespace gets the server's tokens over the wire.
-    let addr = format!("127.0.0.1:{port}").parse().unwrap();
-    let client = TokenClient::start(ClientConfig {
-        request_timeout: Duration::from_secs(5),
-        ..ClientConfig::new(addr, "test-app")
-    });
-    client.started().await;
-    let mut answers = Vec::new();
-    for _ in 0..3 {
-        answers.push(client.request_token(7, 1, false).await.status);
-    }
-    assert_eq!(
-        answers,
-        [TokenStatus::Ok, TokenStatus::Ok, TokenStatus::Blocked]
-    );
+    let _client = client_granting_two_of_three(&port).await;
 
     let info = json(&call(&router, "cluster/server/info", &[]).await.1);
     assert_eq!(info["embedded"].as_bool(), Some(true));
@@ -471,19 +477,7 @@ async fn the_embedded_server_grants_the_apps_own_cluster_rules_as_they_change() 
         "its cluster rule, not the local one"
     );
 
-    let client = TokenClient::start(ClientConfig {
-        request_timeout: Duration::from_secs(5),
-        ..ClientConfig::new(format!("127.0.0.1:{port}").parse().unwrap(), "test-app")
-    });
-    client.started().await;
-    let mut answers = Vec::new();
-    for _ in 0..3 {
-        answers.push(client.request_token(7, 1, false).await.status);
-    }
-    assert_eq!(
-        answers,
-        [TokenStatus::Ok, TokenStatus::Ok, TokenStatus::Blocked]
-    );
+    let client = client_granting_two_of_three(&port).await;
 
     // A change of the app's rules reaches its server within a second or so.
     let raised = r#"[{"resource":"GET:/orders","count":50,"clusterMode":true,"clusterConfig":{"flowId":7,"thresholdType":1}}]"#;
