@@ -5,7 +5,12 @@
 //! a Floodgate application can ask a Java server.
 //!
 //! [`redis`] (feature `redis`, on by default) counts cluster rules in Redis instead: every instance
-//! shares each rule's window there, with no token server to fail.
+//! shares each rule's window there (and each value's, for hot-parameter rules), with no token
+//! server to fail.
+//!
+//! [`lease`] makes either source the engine's token service: an entry takes tokens fetched ahead
+//! and never waits on the network. [`server`] is the token server (embedded in an application or
+//! standalone, counting in process or in Redis) and [`client`] Sentinel's token client.
 
 pub mod client;
 pub mod lease;

@@ -86,9 +86,10 @@ impl Coded for ControlBehavior {
     ];
 }
 
-/// Cluster flow control settings (Sentinel's `ClusterFlowConfig`). Floodgate has no token server yet, so
-/// a cluster rule is checked locally when `fallbackToLocalWhenFail` holds and passes otherwise, exactly
-/// as Sentinel does when no token service is available.
+/// Cluster flow control settings (Sentinel's `ClusterFlowConfig`). A cluster rule asks the engine's
+/// token service; when there is none, or it cannot answer, the rule is checked locally when
+/// `fallbackToLocalWhenFail` holds and passes otherwise (counted and logged), as Sentinel does when
+/// no token service is available.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ClusterFlowConfig {
     /// Globally unique flow id (> 0).
