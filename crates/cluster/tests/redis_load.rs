@@ -8,8 +8,9 @@
 //! send ten times a GLOBAL rule's 1,000 QPS for 10 s against a real `redis-server` on loopback.
 //! It prints the admitted total and each second's, the latency of a guarded call (p50, p99)
 //! against the same load on a local rule, and the Redis calls per admitted entry, with fetching
-//! ahead (the default, 10 ms of demand) and without (one token per call). The figures go into
-//! BENCHMARKS.md; nothing here asserts a time.
+//! ahead (the default, 10 ms of demand) and without (one token per call); then the same for a
+//! GLOBAL hot-parameter rule of 1,000 per value, every call with one value (its window in Redis is
+//! the value's). The figures go into BENCHMARKS.md; nothing here asserts a time.
 
 mod redis_server;
 
@@ -19,7 +20,9 @@ use std::time::{Duration, Instant};
 use floodgate_cluster::lease::LeaseStats;
 use floodgate_cluster::redis::{RedisConfig, RedisTokenService};
 use floodgate_core::cluster::{ThresholdType, TokenRequest};
-use floodgate_core::{ClusterFlowConfig, Floodgate, FlowRule};
+use floodgate_core::{
+    ClusterFlowConfig, Floodgate, FlowRule, ParamFlowClusterConfig, ParamFlowRule, ParamValue,
+};
 use redis_server::RedisServer;
 
 const INSTANCES: usize = 3;
@@ -48,6 +51,21 @@ fn rule(flow_id: i64, cluster: bool) -> FlowRule {
     rule
 }
 
+/// A GLOBAL hot-parameter rule of 1,000 per value of argument 0.
+fn param_rule(flow_id: i64) -> ParamFlowRule {
+    let mut rule = ParamFlowRule::new("GET:/orders", 0, LIMIT);
+    rule.cluster_mode = true;
+    rule.cluster_config = Some(ParamFlowClusterConfig {
+        flow_id,
+        threshold_type: 1,
+        ..ParamFlowClusterConfig::default()
+    });
+    rule
+}
+
+/// The value every call of a hot-parameter run carries.
+const VALUE: &str = "alice";
+
 /// The next start of a second on Redis's clock but one, as an instant of this process (a Redis on
 /// loopback answers well within a millisecond), so that each second of a run is one of the
 /// window's seconds.
@@ -57,8 +75,9 @@ fn next_redis_second(redis: &RedisServer) -> Instant {
     before + Duration::from_micros(2_000_000 - micros)
 }
 
-/// Sends the overload through `engines` (two threads each) from `start` for the run's length.
-fn drive(engines: &[Floodgate], start: Instant) -> (Vec<u64>, Vec<u64>) {
+/// Sends the overload through `engines` (two threads each) from `start` for the run's length,
+/// each call with [`VALUE`] as its argument when `param`.
+fn drive(engines: &[Floodgate], start: Instant, param: bool) -> (Vec<u64>, Vec<u64>) {
     let per_thread =
         Duration::from_secs_f64(1.0 / (LIMIT * OVERLOAD / (INSTANCES * THREADS) as f64));
     let end = start + Duration::from_secs(SECONDS);
@@ -82,7 +101,11 @@ fn drive(engines: &[Floodgate], start: Instant) -> (Vec<u64>, Vec<u64>) {
                         }
                         next += per_thread;
                         let before = Instant::now();
-                        let admitted = fg.entry("GET:/orders").enter().is_ok();
+                        let admitted = if param {
+                            fg.entry("GET:/orders").args([VALUE]).enter().is_ok()
+                        } else {
+                            fg.entry("GET:/orders").enter().is_ok()
+                        };
                         latencies.push(before.elapsed().as_nanos() as u64);
                         if admitted {
                             per_second[(before - start).as_secs() as usize] += 1;
@@ -106,7 +129,19 @@ fn drive(engines: &[Floodgate], start: Instant) -> (Vec<u64>, Vec<u64>) {
     (per_second, latencies)
 }
 
-fn run(redis: &RedisServer, cluster: bool, flow_id: i64, fetch_ahead: Duration) -> Run {
+/// What a run limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Limit {
+    /// A local flow rule of 1,000 QPS per instance.
+    Local,
+    /// A GLOBAL cluster flow rule.
+    Flow,
+    /// A GLOBAL cluster hot-parameter rule, one value.
+    Param,
+}
+
+fn run(redis: &RedisServer, limit: Limit, flow_id: i64, fetch_ahead: Duration) -> Run {
+    let cluster = limit != Limit::Local;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -130,7 +165,11 @@ fn run(redis: &RedisServer, cluster: bool, flow_id: i64, fetch_ahead: Duration) 
                 builder = builder.token_service(service.clone());
             }
             let fg = builder.build();
-            fg.load_flow_rules([rule(flow_id, cluster)]).unwrap();
+            if limit == Limit::Param {
+                fg.load_param_flow_rules([param_rule(flow_id)]).unwrap();
+            } else {
+                fg.load_flow_rules([rule(flow_id, cluster)]).unwrap();
+            }
             fg
         })
         .collect();
@@ -139,10 +178,14 @@ fn run(redis: &RedisServer, cluster: bool, flow_id: i64, fetch_ahead: Duration) 
     std::thread::sleep(start - Instant::now() - Duration::from_millis(50));
     let mut request = TokenRequest::new(flow_id, 1, "GET:/orders", LIMIT);
     request.threshold_type = ThresholdType::Global;
+    let values = [ParamValue::from(VALUE)];
+    if limit == Limit::Param {
+        request.params = &values;
+    }
     for service in &services {
         runtime.block_on(service.prefetch(&request)).unwrap();
     }
-    let (admitted_per_second, latencies_ns) = drive(&engines, start);
+    let (admitted_per_second, latencies_ns) = drive(&engines, start, limit == Limit::Param);
     let stats = services.iter().map(|s| s.stats()).collect();
     for fg in &engines {
         assert_eq!(fg.stats().cluster_passes_unchecked, 0);
@@ -220,25 +263,31 @@ fn fetch_round_trip(redis: &RedisServer) -> (u64, u64) {
 }
 
 #[test]
-#[ignore = "a 30 s load run against redis-server; run by hand for BENCHMARKS.md"]
+#[ignore = "a 40 s load run against redis-server; run by hand for BENCHMARKS.md"]
 fn a_global_limit_across_three_instances_under_tenfold_overload() {
     let redis = RedisServer::start();
-    let local = run(&redis, false, 1, Duration::ZERO);
+    let local = run(&redis, Limit::Local, 1, Duration::ZERO);
     report(
         "local rule (each instance 1,000 QPS; the baseline for latency)",
         &local,
         None,
     );
-    let batched = run(&redis, true, 2, Duration::from_millis(10));
+    let batched = run(&redis, Limit::Flow, 2, Duration::from_millis(10));
     report(
         "Redis, fetching 10 ms of demand ahead (default)",
         &batched,
         Some(&local),
     );
-    let single = run(&redis, true, 3, Duration::ZERO);
+    let single = run(&redis, Limit::Flow, 3, Duration::ZERO);
     report(
         "Redis, one token per call (no batching)",
         &single,
+        Some(&local),
+    );
+    let param = run(&redis, Limit::Param, 4, Duration::from_millis(10));
+    report(
+        "Redis, a hot-parameter rule of 1,000 per value, one value (fetching ahead)",
+        &param,
         Some(&local),
     );
     let (p50, p99) = fetch_round_trip(&redis);
