@@ -9,6 +9,7 @@ mod fetcher;
 mod service;
 mod token_client;
 mod tokens;
+mod values;
 
 pub use fetcher::{FetchError, Fetcher, Grant, WindowTerms};
 pub use service::{IDLE_VALUE_AFTER, LeaseConfig, LeaseStats, LeasedTokenService, MAX_LEASES};

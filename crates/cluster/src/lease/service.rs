@@ -20,38 +20,27 @@ use tokio::task::JoinHandle;
 
 use super::fetcher::{FetchError, Fetcher, Grant};
 use super::tokens::{Lease, Taken};
+use super::values::{ValueKey, ValueLeases};
 use crate::protocol::Param;
 
-/// The most leases one service keeps (one per cluster flow rule, one per value of a cluster
-/// hot-parameter rule); a request past them is checked locally.
+/// The most leases one service keeps of each kind: flow rules, and hot-parameter values; a request
+/// past them is checked locally.
 pub const MAX_LEASES: usize = 10_000;
 
 /// How long a value's lease is kept with nothing asked of it.
 pub const IDLE_VALUE_AFTER: Duration = Duration::from_secs(10);
 
-/// A lease's key: the rule's flow id, and for a hot-parameter rule the value's window key
-/// ([`Param::window_key`]).
-type LeaseKey = (i64, Option<String>);
-
-/// The lease key of `request` and its value; `None` for a hot-parameter request with other than
-/// one countable value.
-fn key_of(request: &TokenRequest<'_>) -> Option<(LeaseKey, Option<Param>)> {
+/// The value of a hot-parameter request and its lease key; `Ok(None)` for a flow request, `Err`
+/// for one with other than one countable value.
+fn value_of(request: &TokenRequest<'_>) -> Result<Option<(ValueKey, Param)>, FetchError> {
     match request.params {
-        [] => Some(((request.flow_id, None), None)),
+        [] => Ok(None),
         [value] => {
-            let param = Param::of(value)?;
-            Some(((request.flow_id, Some(param.window_key())), Some(param)))
+            let param = Param::of(value).ok_or(FetchError::NotOneValue)?;
+            Ok(Some(((request.flow_id, param.window_key()), param)))
         }
-        _ => None,
+        _ => Err(FetchError::NotOneValue),
     }
-}
-
-/// The distinct flow ids of `leases`, in order.
-fn flow_ids_of(leases: &HashMap<LeaseKey, Arc<Lease>>) -> Vec<i64> {
-    let mut ids: Vec<i64> = leases.keys().map(|(id, _)| *id).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    ids
 }
 
 /// How a [`LeasedTokenService`] fetches.
@@ -120,7 +109,10 @@ fn add(counter: &AtomicU64, n: u64) {
 struct Shared<F> {
     fetcher: F,
     config: LeaseConfig,
-    leases: ArcSwap<HashMap<LeaseKey, Arc<Lease>>>,
+    /// The flow rules' leases, by flow id.
+    leases: ArcSwap<HashMap<i64, Arc<Lease>>>,
+    /// The hot-parameter values' leases.
+    values: ValueLeases,
     runtime: Handle,
     started: Instant,
     counts: Counts,
@@ -134,22 +126,30 @@ impl<F: Fetcher> Shared<F> {
 
     /// The lease of `request`'s rule or value, made at its first request.
     fn lease(&self, request: &TokenRequest<'_>) -> Result<Arc<Lease>, FetchError> {
-        let (key, value) = key_of(request).ok_or(FetchError::NotOneValue)?;
-        if let Some(lease) = self.leases.load().get(&key) {
+        if let Some((key, value)) = value_of(request)? {
+            let lease = self
+                .values
+                .get_or_make(key, || Lease::new(request, Some(value)))
+                .ok_or(FetchError::TooManyLeases)?;
+            lease.note_terms(request);
+            return Ok(lease);
+        }
+        let flow_id = request.flow_id;
+        if let Some(lease) = self.leases.load().get(&flow_id) {
             lease.note_terms(request);
             return Ok(Arc::clone(lease));
         }
         self.leases.rcu(|leases| {
-            if leases.contains_key(&key) || leases.len() >= MAX_LEASES {
+            if leases.contains_key(&flow_id) || leases.len() >= MAX_LEASES {
                 return Arc::clone(leases);
             }
             let mut leases = HashMap::clone(leases);
-            leases.insert(key.clone(), Arc::new(Lease::new(request, value.clone())));
+            leases.insert(flow_id, Arc::new(Lease::new(request, None)));
             Arc::new(leases)
         });
         self.leases
             .load()
-            .get(&key)
+            .get(&flow_id)
             .cloned()
             .ok_or(FetchError::TooManyLeases)
     }
@@ -157,19 +157,16 @@ impl<F: Fetcher> Shared<F> {
     /// Drops the leases of values nothing was asked of in the [`IDLE_VALUE_AFTER`] before `now`.
     fn drop_idle_values(&self, now: u64) {
         let idle = u64::try_from(IDLE_VALUE_AFTER.as_millis()).unwrap_or(u64::MAX);
-        let is_idle =
-            |(key, lease): (&LeaseKey, &Arc<Lease>)| key.1.is_some() && lease.idle(now, idle);
-        if !self.leases.load().iter().any(is_idle) {
-            return;
-        }
-        self.leases.rcu(|leases| {
-            let kept: HashMap<LeaseKey, Arc<Lease>> = leases
-                .iter()
-                .filter(|entry| !is_idle(*entry))
-                .map(|(key, lease)| (key.clone(), Arc::clone(lease)))
-                .collect();
-            Arc::new(kept)
-        });
+        self.values.retain(|lease| !lease.idle(now, idle));
+    }
+
+    /// The distinct flow ids of the rules and values with a lease, in order.
+    fn flow_ids(&self) -> Vec<i64> {
+        let mut ids: Vec<i64> = self.leases.load().keys().copied().collect();
+        ids.extend(self.values.flow_ids());
+        ids.sort_unstable();
+        ids.dedup();
+        ids
     }
 
     /// Answers `request` from `lease`, and starts a fetch when the lease runs low.
@@ -265,6 +262,7 @@ impl<F: Fetcher> LeasedTokenService<F> {
             fetcher,
             config,
             leases: ArcSwap::default(),
+            values: ValueLeases::default(),
             runtime: runtime.clone(),
             started: Instant::now(),
             counts: Counts::default(),
@@ -292,26 +290,22 @@ impl<F: Fetcher> LeasedTokenService<F> {
     /// The members the source last reported for the rule `flow_id` (this instance included), if it
     /// was asked for.
     pub fn members(&self, flow_id: i64) -> Option<u32> {
-        let leases = self.shared.leases.load();
-        if let Some(lease) = leases.get(&(flow_id, None)) {
-            return Some(lease.members());
+        match self.shared.leases.load().get(&flow_id) {
+            Some(lease) => Some(lease.members()),
+            None => self.shared.values.members(flow_id),
         }
-        leases
-            .iter()
-            .filter(|((id, _), _)| *id == flow_id)
-            .map(|(_, lease)| lease.members())
-            .max()
     }
 
-    /// The flow ids of the cluster rules asked for so far (and not dropped as idle), in order.
+    /// The flow ids of the cluster rules asked for so far (hot-parameter rules while a value of
+    /// theirs has a lease), in order.
     pub fn flow_ids(&self) -> Vec<i64> {
-        flow_ids_of(&self.shared.leases.load())
+        self.shared.flow_ids()
     }
 
     /// The leases kept now: one per cluster flow rule asked for, one per value of a hot-parameter
     /// rule asked for within [`IDLE_VALUE_AFTER`].
     pub fn leases(&self) -> usize {
-        self.shared.leases.load().len()
+        self.shared.leases.load().len() + self.shared.values.len()
     }
 
     /// What the service has done since it started.
@@ -334,7 +328,7 @@ impl<F: Fetcher> LeasedTokenService<F> {
     /// average-local totals shrink at once rather than after the member time-to-live.
     pub async fn shutdown(self) {
         self.refresh.abort();
-        for flow_id in flow_ids_of(&self.shared.leases.load()) {
+        for flow_id in self.shared.flow_ids() {
             if let Err(error) = self.shared.fetcher.leave(flow_id).await {
                 tracing::warn!(target: "floodgate::cluster", flow_id, %error, "leaving a rule's members failed");
             }
@@ -356,7 +350,7 @@ impl<F: Fetcher> TokenService for LeasedTokenService<F> {
         if request.params.is_empty() {
             // The lease is borrowed from the map, not cloned: no shared count is written per entry.
             let leases = shared.leases.load();
-            if let Some(lease) = leases.get(&(request.flow_id, None)) {
+            if let Some(lease) = leases.get(&request.flow_id) {
                 lease.note_terms(request);
                 return shared.answer(lease, request);
             }
@@ -386,7 +380,7 @@ async fn refresh_memberships<F: Fetcher>(shared: std::sync::Weak<Shared<F>>) {
             return;
         };
         shared.drop_idle_values(shared.now_ms());
-        for flow_id in flow_ids_of(&shared.leases.load()) {
+        for flow_id in shared.flow_ids() {
             if let Err(error) = shared.fetcher.refresh(flow_id).await {
                 tracing::debug!(target: "floodgate::cluster", flow_id, %error, "refreshing a membership failed");
             }
