@@ -499,3 +499,21 @@ async fn the_embedded_server_grants_the_apps_own_cluster_rules_as_they_change() 
     drop(client);
     agent.shutdown();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_of_an_ipv6_server_address_starts() {
+    let (_clock, fg) = engine();
+    let agent = builder(&fg).start().unwrap();
+    let router = agent.router();
+    let ok = (StatusCode::OK, "success".to_owned());
+    // As a dashboard names a machine by its heartbeat's IP: an IPv6 one comes without brackets.
+    let config = r#"{"serverHost":"::1","serverPort":18730,"requestTimeout":20}"#;
+    assert_eq!(
+        call(&router, "cluster/client/modifyConfig", &[("data", config)]).await,
+        ok
+    );
+    assert_eq!(call(&router, "setClusterMode", &[("mode", "0")]).await, ok);
+    let fetched = json(&call(&router, "cluster/client/fetchConfig", &[]).await.1);
+    assert_eq!(fetched["serverHost"], "::1");
+    agent.shutdown();
+}
