@@ -1066,15 +1066,7 @@ async fn an_editor_assigns_a_token_server_and_a_client_of_it() {
     );
 
     // A viewer sees no form and may not assign.
-    let (status, _) = admin
-        .api(
-            "POST",
-            "/api/users",
-            Some(json!({"username": "vera", "password": "viewer password 1", "role": "viewer"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED);
-    let viewer = Browser::login(&router, "vera", "viewer password 1").await;
+    let viewer = admin.new_viewer().await;
     assert!(
         !viewer
             .get("/apps/orders/cluster")

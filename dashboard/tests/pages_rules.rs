@@ -402,15 +402,7 @@ async fn a_viewer_sees_no_controls_and_changes_nothing() {
     let admin = Browser::login(&router, "admin", PASSWORD).await;
     admin.post(FLOW, &flow_form("GET:/a", "20")).await;
     let id = stored(&admin, "flow").await[0]["id"].as_i64().unwrap();
-    let (status, _) = admin
-        .api(
-            "POST",
-            "/api/users",
-            Some(json!({"username": "vera", "password": "viewer password 1", "role": "viewer"})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED);
-    let viewer = Browser::login(&router, "vera", "viewer password 1").await;
+    let viewer = admin.new_viewer().await;
 
     let list = viewer.get(FLOW).await;
     assert_eq!(list.status, StatusCode::OK);

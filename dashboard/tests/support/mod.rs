@@ -157,6 +157,21 @@ impl Browser {
         self.post_form(path, fields, true).await
     }
 
+    /// Creates the viewer `vera` (this session must be an admin's) and signs her in.
+    pub async fn new_viewer(&self) -> Browser {
+        let (status, answer) = self
+            .api(
+                "POST",
+                "/api/users",
+                Some(
+                    json!({"username": "vera", "password": "viewer password 1", "role": "viewer"}),
+                ),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{answer}");
+        Browser::login(&self.router, "vera", "viewer password 1").await
+    }
+
     /// A JSON API call with the session's CSRF header.
     pub async fn api(&self, method: &str, path: &str, body: Option<Value>) -> (StatusCode, Value) {
         let request = Request::builder()
