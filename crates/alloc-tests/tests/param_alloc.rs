@@ -1,7 +1,8 @@
 //! Hot-parameter checks allocate nothing for integer and short string keys once the values are known:
 //! passes, blocks (the offending value included), THREAD releases, and evictions that replace settled
-//! values in place (a behaviour test with a counting allocator). The allocator counts every thread, so
-//! the tests of this binary take turns.
+//! values in place, and values of cluster rules that the token service answers (a behaviour test
+//! with a counting allocator). The allocator counts every thread, so the tests of this binary take
+//! turns.
 
 use std::time::Duration;
 
@@ -213,6 +214,47 @@ fn owned_arguments_are_freed() {
     assert_eq!(stats.count_current, 0, "every argument freed: {stats:?}");
 }
 
+/// A token service that grants everything, allocating nothing.
+#[derive(Debug)]
+struct Granting;
+
+impl floodgate_core::cluster::TokenService for Granting {
+    fn request_token(
+        &self,
+        _request: &floodgate_core::cluster::TokenRequest<'_>,
+    ) -> floodgate_core::cluster::TokenResult {
+        floodgate_core::cluster::TokenResult::of(floodgate_core::cluster::TokenStatus::Ok)
+    }
+}
+
+fn cluster_values_the_service_answers_allocate_nothing() {
+    let fg = Floodgate::builder()
+        .clock(ManualClock::new(T0))
+        .token_service(Granting)
+        .build();
+    // Locally the rule admits nothing: every value is the service's to pass.
+    fg.load_rules_json(
+        RuleType::ParamFlow,
+        r#"[{"resource":"C","paramIdx":0,"count":0,"clusterMode":true,
+             "clusterConfig":{"flowId":5,"thresholdType":1}}]"#,
+    )
+    .unwrap();
+    let (ints, strings) = keys();
+    let calls = || {
+        for (i, s) in ints.iter().zip(&strings) {
+            drop(fg.entry("C").args([*i]).enter().unwrap());
+            drop(fg.entry("C").args([s.as_str()]).enter().unwrap());
+        }
+    };
+    calls();
+    let stats = allocation_counter::measure(calls);
+    assert_eq!(
+        stats.count_total, 0,
+        "asking the token service per value allocates nothing: {stats:?}"
+    );
+    assert_eq!(fg.stats().cluster_token_answers, 4000);
+}
+
 /// One test measuring one case after the other (allocations are counted on the measuring thread).
 #[test]
 fn allocations() {
@@ -220,4 +262,5 @@ fn allocations() {
     blocks_naming_the_value_allocate_nothing();
     a_flood_of_new_values_replaces_settled_ones_in_place();
     owned_arguments_are_freed();
+    cluster_values_the_service_answers_allocate_nothing();
 }

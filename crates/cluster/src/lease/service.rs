@@ -8,6 +8,7 @@
 //! for in [`IDLE_VALUE_AFTER`]; [`LeasedTokenService::shutdown`] takes this instance out of the
 //! members.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,8 +21,8 @@ use tokio::task::JoinHandle;
 
 use super::fetcher::{FetchError, Fetcher, Grant};
 use super::tokens::{Lease, Taken};
-use super::values::{ValueKey, ValueLeases};
-use crate::protocol::Param;
+use super::values::ValueLeases;
+use crate::protocol::{Param, write_window_key};
 
 /// The most leases one service keeps of each kind: flow rules, and hot-parameter values; a request
 /// past them is checked locally.
@@ -30,17 +31,9 @@ pub const MAX_LEASES: usize = 10_000;
 /// How long a value's lease is kept with nothing asked of it.
 pub const IDLE_VALUE_AFTER: Duration = Duration::from_secs(10);
 
-/// The value of a hot-parameter request and its lease key; `Ok(None)` for a flow request, `Err`
-/// for one with other than one countable value.
-fn value_of(request: &TokenRequest<'_>) -> Result<Option<(ValueKey, Param)>, FetchError> {
-    match request.params {
-        [] => Ok(None),
-        [value] => {
-            let param = Param::of(value).ok_or(FetchError::NotOneValue)?;
-            Ok(Some(((request.flow_id, param.window_key()), param)))
-        }
-        _ => Err(FetchError::NotOneValue),
-    }
+thread_local! {
+    /// The window key of the value a request on this thread asks for, written anew per request.
+    static WINDOW_KEY: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
 /// How a [`LeasedTokenService`] fetches.
@@ -126,14 +119,27 @@ impl<F: Fetcher> Shared<F> {
 
     /// The lease of `request`'s rule or value, made at its first request.
     fn lease(&self, request: &TokenRequest<'_>) -> Result<Arc<Lease>, FetchError> {
-        if let Some((key, value)) = value_of(request)? {
-            let lease = self
-                .values
-                .get_or_make(key, || Lease::new(request, Some(value)))
-                .ok_or(FetchError::TooManyLeases)?;
-            lease.note_terms(request);
-            return Ok(lease);
+        match request.params {
+            [] => self.flow_lease(request),
+            [value] => WINDOW_KEY.with_borrow_mut(|key| {
+                if !write_window_key(value, key) {
+                    return Err(FetchError::NotOneValue);
+                }
+                let lease = self
+                    .values
+                    .get_or_make(request.flow_id, key, || {
+                        Lease::new(request, Param::of(value))
+                    })
+                    .ok_or(FetchError::TooManyLeases)?;
+                lease.note_terms(request);
+                Ok(lease)
+            }),
+            _ => Err(FetchError::NotOneValue),
         }
+    }
+
+    /// The lease of `request`'s flow rule, made at its first request.
+    fn flow_lease(&self, request: &TokenRequest<'_>) -> Result<Arc<Lease>, FetchError> {
         let flow_id = request.flow_id;
         if let Some(lease) = self.leases.load().get(&flow_id) {
             lease.note_terms(request);

@@ -16,11 +16,10 @@ use super::tokens::Lease;
 /// Shards of the table.
 const SHARDS: usize = 16;
 
-/// A value's lease key: its rule's flow id and its window key
-/// ([`Param::window_key`](crate::protocol::Param::window_key)).
-pub(crate) type ValueKey = (i64, String);
-
-type Shard = HashMap<ValueKey, Arc<Lease>>;
+/// A shard: per flow id, each value's lease by its window key
+/// ([`Param::window_key`](crate::protocol::Param::window_key)), so that a value is found by a
+/// borrowed key.
+type Shard = HashMap<i64, HashMap<String, Arc<Lease>>>;
 
 /// The leases of hot-parameter values.
 #[derive(Debug)]
@@ -45,19 +44,21 @@ fn lock(shard: &Mutex<Shard>) -> MutexGuard<'_, Shard> {
 }
 
 impl ValueLeases {
-    fn shard(&self, key: &ValueKey) -> &Mutex<Shard> {
-        let at = self.hasher.hash_one(key) as usize % SHARDS;
+    fn shard(&self, flow_id: i64, key: &str) -> &Mutex<Shard> {
+        let at = self.hasher.hash_one((flow_id, key)) as usize % SHARDS;
         &self.shards[at]
     }
 
-    /// The lease of `key`, made by `make` if there is none and the table has room.
+    /// The lease of the value with window key `key` of the rule `flow_id`, made by `make` if there
+    /// is none and the table has room.
     pub(crate) fn get_or_make(
         &self,
-        key: ValueKey,
+        flow_id: i64,
+        key: &str,
         make: impl FnOnce() -> Lease,
     ) -> Option<Arc<Lease>> {
-        let mut shard = lock(self.shard(&key));
-        if let Some(lease) = shard.get(&key) {
+        let mut shard = lock(self.shard(flow_id, key));
+        if let Some(lease) = shard.get(&flow_id).and_then(|values| values.get(key)) {
             return Some(Arc::clone(lease));
         }
         // Reserved before it is made, so that shards filling at once never pass the limit.
@@ -66,7 +67,10 @@ impl ValueLeases {
             return None;
         }
         let lease = Arc::new(make());
-        shard.insert(key, Arc::clone(&lease));
+        shard
+            .entry(flow_id)
+            .or_default()
+            .insert(key.to_owned(), Arc::clone(&lease));
         Some(lease)
     }
 
@@ -74,9 +78,14 @@ impl ValueLeases {
     pub(crate) fn retain(&self, mut keep: impl FnMut(&Lease) -> bool) {
         for shard in &self.shards {
             let mut shard = lock(shard);
-            let before = shard.len();
-            shard.retain(|_, lease| keep(lease));
-            self.len.fetch_sub(before - shard.len(), Ordering::Relaxed);
+            let mut dropped = 0;
+            shard.retain(|_, values| {
+                let before = values.len();
+                values.retain(|_, lease| keep(lease));
+                dropped += before - values.len();
+                !values.is_empty()
+            });
+            self.len.fetch_sub(dropped, Ordering::Relaxed);
         }
     }
 
@@ -84,7 +93,7 @@ impl ValueLeases {
     pub(crate) fn flow_ids(&self) -> Vec<i64> {
         let mut ids = Vec::new();
         for shard in &self.shards {
-            ids.extend(lock(shard).keys().map(|(id, _)| *id));
+            ids.extend(lock(shard).keys().copied());
         }
         ids
     }
@@ -94,10 +103,11 @@ impl ValueLeases {
         self.shards
             .iter()
             .filter_map(|shard| {
-                lock(shard)
-                    .iter()
-                    .filter(|((id, _), _)| *id == flow_id)
-                    .map(|(_, lease)| lease.members())
+                let shard = lock(shard);
+                shard
+                    .get(&flow_id)?
+                    .values()
+                    .map(|lease| lease.members())
                     .max()
             })
             .max()
@@ -121,17 +131,17 @@ mod tests {
         let request = TokenRequest::new(7, 1, "r", 10.0);
         let make = || Lease::new(&request, None);
         for i in 0..MAX_LEASES {
-            assert!(table.get_or_make((7, format!("s:{i}")), make).is_some());
+            assert!(table.get_or_make(7, &format!("s:{i}"), make).is_some());
         }
         assert_eq!(table.len(), MAX_LEASES);
-        let kept = table.get_or_make((7, "s:0".into()), make).unwrap();
+        let kept = table.get_or_make(7, "s:0", make).unwrap();
         assert!(
-            table.get_or_make((7, "s:new".into()), make).is_none(),
+            table.get_or_make(7, "s:new", make).is_none(),
             "full: a new value has no lease"
         );
         assert!(Arc::ptr_eq(
             &kept,
-            &table.get_or_make((7, "s:0".into()), make).unwrap()
+            &table.get_or_make(7, "s:0", make).unwrap()
         ));
         let mut n = 0;
         table.retain(|_| {
@@ -139,8 +149,10 @@ mod tests {
             n % 2 == 0
         });
         assert_eq!(table.len(), MAX_LEASES / 2);
-        assert!(table.get_or_make((7, "s:new".into()), make).is_some());
-        assert_eq!(table.flow_ids().len(), MAX_LEASES / 2 + 1);
+        assert!(table.get_or_make(7, "s:new", make).is_some());
+        let mut ids = table.flow_ids();
+        ids.dedup();
+        assert_eq!(ids, [7]);
         assert_eq!(table.members(7), Some(1));
         assert_eq!(table.members(8), None);
     }

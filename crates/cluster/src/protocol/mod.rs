@@ -34,4 +34,4 @@ pub use floodgate_core::cluster::TokenStatus;
 pub use message::{
     MAX_FRAME_LEN, MessageType, Request, RequestBody, Response, ResponseBody, TokenAnswer,
 };
-pub use param::Param;
+pub use param::{Param, write_window_key};

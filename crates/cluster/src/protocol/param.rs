@@ -6,6 +6,23 @@ use floodgate_core::ParamValue;
 
 use super::error::DecodeError;
 
+/// Writes the window key of an engine value ([`Param::window_key`] of [`Param::of`] it) into
+/// `out`, cleared first, without allocating once `out` has the room; false, with `out` empty, for
+/// a value a hot-parameter rule does not count (`Null`, a list).
+pub fn write_window_key(value: &ParamValue<'_>, out: &mut String) -> bool {
+    use std::fmt::Write;
+    out.clear();
+    // Writing to a `String` cannot fail.
+    let _ = match value {
+        ParamValue::Int(v) => write!(out, "i:{v}"),
+        ParamValue::Float(v) => write!(out, "f:{v}"),
+        ParamValue::Bool(v) => write!(out, "b:{v}"),
+        ParamValue::Str(s) => write!(out, "s:{s}"),
+        _ => return false,
+    };
+    true
+}
+
 /// One argument of a hot-parameter request, typed as Java's boxed primitives and strings.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Param {
@@ -55,15 +72,11 @@ impl Param {
     }
 
     /// The text that names the value's window wherever windows are shared (in Redis): values
-    /// that count as one (Java's integer types alike) have one text.
+    /// that count as one (Java's integer types alike) have one text ([`write_window_key`]).
     pub fn window_key(&self) -> String {
-        match self.value() {
-            ParamValue::Int(v) => format!("i:{v}"),
-            ParamValue::Float(v) => format!("f:{v}"),
-            ParamValue::Bool(v) => format!("b:{v}"),
-            ParamValue::Str(s) => format!("s:{s}"),
-            _ => "null".to_owned(),
-        }
+        let mut key = String::new();
+        write_window_key(&self.value(), &mut key);
+        key
     }
 
     /// The bytes it takes on the wire, tag included.
@@ -165,4 +178,28 @@ pub(crate) fn read_string(data: &mut &[u8]) -> Result<String, DecodeError> {
     let text = std::str::from_utf8(bytes).map_err(|_| DecodeError::NotUtf8)?;
     *data = rest;
     Ok(text.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_engine_value_and_its_wire_parameter_name_one_window() {
+        let mut key = String::from("left over");
+        for (value, expected) in [
+            (ParamValue::Int(42), "i:42"),
+            (ParamValue::Float(1.5), "f:1.5"),
+            (ParamValue::Bool(true), "b:true"),
+            (ParamValue::from("alice"), "s:alice"),
+        ] {
+            assert!(write_window_key(&value, &mut key));
+            assert_eq!(key, expected);
+            assert_eq!(Param::of(&value).unwrap().window_key(), expected);
+        }
+        // Java's integer types count as one value.
+        assert_eq!(Param::Int(42).window_key(), Param::Short(42).window_key());
+        assert!(!write_window_key(&ParamValue::Null, &mut key));
+        assert!(key.is_empty());
+    }
 }

@@ -19,7 +19,8 @@ use crate::slot::SlotContext;
 
 /// What the token service decided for a call's cluster pairs.
 pub(super) struct Asked {
-    /// Per cluster pair, in walk order: whether it is checked locally.
+    /// Per cluster pair, in walk order: whether it is checked locally (pairs past its end are not:
+    /// it stays empty, unallocated, while the service answers every pair).
     pub(super) fell_back: Vec<bool>,
     /// The longest wait the service asked for.
     pub(super) wait: Duration,
@@ -37,7 +38,8 @@ pub(super) fn ask<'r, 's, 'a>(
         fell_back: Vec::new(),
         wait: Duration::ZERO,
     };
-    for (state, value) in Units::new(rules, args) {
+    let cluster_pairs = Units::new(rules, args).filter(|(state, _)| state.cluster.is_some());
+    for (pair, (state, value)) in cluster_pairs.enumerate() {
         let Some(terms) = &state.cluster else {
             continue;
         };
@@ -50,11 +52,11 @@ pub(super) fn ask<'r, 's, 'a>(
             std::slice::from_ref(value),
         );
         match crate::cluster::ask(&cx.engine.token_service, &request, terms, cx.now_ms) {
-            ClusterVerdict::Pass(wait) => {
-                asked.fell_back.push(false);
-                asked.wait = asked.wait.max(wait);
+            ClusterVerdict::Pass(wait) => asked.wait = asked.wait.max(wait),
+            ClusterVerdict::Local => {
+                asked.fell_back.resize(pair, false);
+                asked.fell_back.push(true);
             }
-            ClusterVerdict::Local => asked.fell_back.push(true),
             ClusterVerdict::Block => return Err((state, value)),
         }
     }
