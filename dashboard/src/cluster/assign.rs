@@ -17,8 +17,9 @@
 use serde_json::json;
 
 use super::answers::{read_cluster_mode, read_server_info};
+use super::machines::{ask, failure};
 use crate::AppState;
-use crate::agent_client::{CallError, Target, survive_double_decoding};
+use crate::agent_client::{Target, survive_double_decoding};
 use crate::db::{App, Machine};
 use crate::error::{AppError, AppResult};
 use crate::routes::machines::machine_target;
@@ -82,19 +83,12 @@ async fn step(
         .map_err(|e| AssignError::Step {
             command,
             address: crate::push::machine_addr(machine),
-            reason: reason(e),
+            reason: failure(e),
         })
 }
 
-fn reason(e: CallError) -> String {
-    match e {
-        CallError::NotSupported => "not supported by this client".to_owned(),
-        other => other.to_string(),
-    }
-}
-
 /// Makes `machine` a token server for the namespace `app`, on `port` when given.
-pub async fn make_server(
+async fn make_server(
     state: &AppState,
     machine: &Machine,
     target: &Target,
@@ -125,7 +119,7 @@ pub async fn make_server(
 }
 
 /// Makes `machine` a client of the token server that `server` runs.
-pub async fn make_client(
+async fn make_client(
     state: &AppState,
     machine: &Machine,
     target: &Target,
@@ -136,35 +130,38 @@ pub async fn make_client(
         return Err(AssignError::OwnServer);
     }
     let address = crate::push::machine_addr(server);
-    let ask = |command: &'static str| {
+    let failed = |command: &'static str| {
         let address = address.clone();
-        async move {
-            state
-                .agents
-                .get(server_target, command, &[])
-                .await
-                .map_err(|e| AssignError::Step {
-                    command,
-                    address,
-                    reason: reason(e),
-                })
+        move |reason| AssignError::Step {
+            command,
+            address,
+            reason,
         }
     };
-    let unreadable = |command: &'static str, e: String| AssignError::Step {
-        command,
-        address: address.clone(),
-        reason: e,
-    };
-    let mode = read_cluster_mode(&ask("getClusterMode").await?)
-        .map_err(|e| unreadable("getClusterMode", e.to_string()))?;
+    let mode = ask(
+        state,
+        server_target,
+        "getClusterMode",
+        &[],
+        read_cluster_mode,
+    )
+    .await
+    .map_err(failed("getClusterMode"))?;
     if mode.mode != 1 {
         return Err(AssignError::NotAServer {
             address,
             mode: mode.mode,
         });
     }
-    let info = read_server_info(&ask("cluster/server/info").await?)
-        .map_err(|e| unreadable("cluster/server/info", e.to_string()))?;
+    let info = ask(
+        state,
+        server_target,
+        "cluster/server/info",
+        &[],
+        read_server_info,
+    )
+    .await
+    .map_err(failed("cluster/server/info"))?;
     let port = info
         .port
         .filter(|p| (1..=i64::from(u16::MAX)).contains(p))

@@ -58,14 +58,16 @@ pub struct MachineCluster {
     pub state: Result<MachineState, String>,
 }
 
-fn failure(e: CallError) -> String {
+/// What a failed call says, for a page.
+pub(super) fn failure(e: CallError) -> String {
     match e {
         CallError::NotSupported => "not supported by this client".to_owned(),
         other => other.to_string(),
     }
 }
 
-async fn ask<T, E: ToString>(
+/// `command`'s answer from `target`, read by `read`; or what went wrong, for a page.
+pub(super) async fn ask<T, E: ToString>(
     state: &AppState,
     target: &Target,
     command: &str,

@@ -12,9 +12,6 @@ pub use answers::{
     RedisBackend, ServerInfo, read_client_config, read_cluster_mode, read_metric_list,
     read_server_info,
 };
-pub use assign::{
-    AssignError, Assignment, CLIENT_REQUEST_TIMEOUT_MS, assign, make_client, make_server,
-    server_port,
-};
+pub use assign::{AssignError, Assignment, CLIENT_REQUEST_TIMEOUT_MS, assign, server_port};
 pub use machines::{BackendDetail, MachineCluster, MachineState, cluster_of_app};
 pub use rules::{ClusterRule, ClusterRules, TRAFFIC_LOOKBACK_MS, Traffic, cluster_rules};

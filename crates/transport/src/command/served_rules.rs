@@ -11,7 +11,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use floodgate_cluster::server::LocalTokenService;
+use floodgate_cluster::server::{LocalTokenService, ServerRuleError};
 use floodgate_core::Floodgate;
 
 /// How often the rules are compared.
@@ -60,30 +60,26 @@ pub(crate) fn sync(
     let types = following.lock();
     let mut failure = None;
     if types.flow {
-        let mut own: Vec<_> = fg
-            .flow_rules()
-            .into_iter()
-            .filter(|r| r.cluster_mode)
-            .collect();
-        own.sort_by_key(|r| r.cluster_config.as_ref().map(|c| c.flow_id));
-        if own != service.flow_rules(namespace) {
-            if let Err(e) = service.load_flow_rules(namespace, own) {
-                failure = Some(format!("flow rules: {e}"));
-            }
-        }
+        let own = fg.flow_rules().into_iter().filter(|r| r.cluster_mode);
+        failure = load_if_changed(
+            own,
+            |r| r.cluster_config.as_ref().map(|c| c.flow_id),
+            service.flow_rules(namespace),
+            |rules| service.load_flow_rules(namespace, rules),
+        )
+        .map(|e| format!("flow rules: {e}"));
     }
     if types.param {
-        let mut own: Vec<_> = fg
-            .param_flow_rules()
-            .into_iter()
-            .filter(|r| r.cluster_mode)
-            .collect();
-        own.sort_by_key(|r| r.cluster_config.as_ref().map(|c| c.flow_id));
-        if own != service.param_rules(namespace) {
-            if let Err(e) = service.load_param_rules(namespace, own) {
-                failure = Some(format!("hot-parameter rules: {e}"));
-            }
-        }
+        let own = fg.param_flow_rules().into_iter().filter(|r| r.cluster_mode);
+        let refused = load_if_changed(
+            own,
+            |r| r.cluster_config.as_ref().map(|c| c.flow_id),
+            service.param_rules(namespace),
+            |rules| service.load_param_rules(namespace, rules),
+        );
+        failure = refused
+            .map(|e| format!("hot-parameter rules: {e}"))
+            .or(failure);
     }
     if failure.is_some() && failure != *refused {
         tracing::warn!(
@@ -96,6 +92,22 @@ pub(crate) fn sync(
     *refused = failure;
 }
 
+/// Loads `own` (in flow id order, as the server lists its rules) with `load` unless the server
+/// serves them already; the server's refusal, if it refused.
+fn load_if_changed<R: PartialEq>(
+    own: impl Iterator<Item = R>,
+    flow_id: impl Fn(&R) -> Option<i64>,
+    served: Vec<R>,
+    load: impl FnOnce(Vec<R>) -> Result<usize, ServerRuleError>,
+) -> Option<ServerRuleError> {
+    let mut own: Vec<R> = own.collect();
+    own.sort_by_key(|r| flow_id(r));
+    if own == served {
+        return None;
+    }
+    load(own).err()
+}
+
 /// Keeps `namespace` of `service` following the engine's cluster rules until aborted.
 pub(crate) async fn follow(
     fg: Floodgate,
@@ -106,6 +118,8 @@ pub(crate) async fn follow(
     let mut ticks = tokio::time::interval(EVERY);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut refused = None;
+    // The first tick is at once: the rules were loaded when the server started.
+    ticks.tick().await;
     loop {
         ticks.tick().await;
         sync(&fg, &service, &namespace, &following, &mut refused);
